@@ -1,0 +1,176 @@
+/**
+ * The admin CLI: `npm run admin -- <command> [options]`, on the database the configuration names
+ * (`DATABASE_URL`, or the embedded PostgreSQL under `DATA_DIR`, shared with a running server).
+ *
+ * Output contract, for scripts: the last line of standard output is one JSON object, the result or
+ * `{"error": "<message>"}`; the message is also written to standard error. Exit code 0 on success,
+ * 1 when the request is refused (not found, conflict) or the database fails, 2 on bad usage or input.
+ * Secrets appear only in the output of the command that issues them.
+ */
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { openDatabase, type Database } from '../src/db/database.ts';
+import { DomainError, InvalidInputError } from '../src/errors.ts';
+import { IdentityService } from '../src/identity/identity-service.ts';
+import { createLogger } from '../src/logger.ts';
+
+const OPTIONS = {
+  email: { type: 'string' },
+  token: { type: 'string' },
+  'super-admin': { type: 'boolean' },
+} as const;
+
+type Flag = keyof typeof OPTIONS;
+type Values = { email?: string; token?: string; 'super-admin'?: boolean };
+
+interface Command {
+  readonly usage: string;
+  readonly required: readonly Flag[];
+  readonly optional?: readonly Flag[];
+  /** Runs with the parsed flags; the `required` ones are known to be present. */
+  run(identity: IdentityService, values: Values): Promise<object>;
+}
+
+const COMMANDS: Record<string, Command> = {
+  'create-user': {
+    usage: 'create-user --email E [--super-admin]   create a user and their first access token',
+    required: ['email'],
+    optional: ['super-admin'],
+    async run(identity, values) {
+      const { user, accessToken } = await identity.createUser(values.email!, { superAdmin: values['super-admin'] });
+      return { user_id: user.id, email: user.email, access_token: accessToken };
+    },
+  },
+  'create-token': {
+    usage: 'create-token --email E                  issue another access token (X-Access-Token)',
+    required: ['email'],
+    async run(identity, values) {
+      const { user, secret } = await identity.issueCredential(values.email!, 'access_token');
+      return { access_token: secret, user_id: user.id };
+    },
+  },
+  'create-session-key': {
+    usage: 'create-session-key --email E            issue a session API key (X-Session-API-Key) for an agent runtime',
+    required: ['email'],
+    async run(identity, values) {
+      const { user, secret } = await identity.issueCredential(values.email!, 'session_api_key');
+      return { session_api_key: secret, user_id: user.id };
+    },
+  },
+  revoke: {
+    usage: 'revoke --token T                        revoke an access token or a session API key',
+    required: ['token'],
+    async run(identity, values) {
+      const credential = await identity.revoke(values.token!);
+      return { revoked: credential.kind, user_id: credential.user.id, revoked_at: credential.revokedAt!.toISOString() };
+    },
+  },
+  'grant-super-admin': {
+    usage: 'grant-super-admin --email E             make a user a super admin',
+    required: ['email'],
+    async run(identity, values) {
+      const user = await identity.grantSuperAdmin(values.email!);
+      return { user_id: user.id, email: user.email, is_super_admin: user.isSuperAdmin };
+    },
+  },
+  'revoke-super-admin': {
+    usage: 'revoke-super-admin --email E            take super-admin rights away (never from the last one)',
+    required: ['email'],
+    async run(identity, values) {
+      const user = await identity.revokeSuperAdmin(values.email!);
+      return { user_id: user.id, email: user.email, is_super_admin: user.isSuperAdmin };
+    },
+  },
+  'list-users': {
+    usage: 'list-users                              list users with their active credential counts',
+    required: [],
+    async run(identity) {
+      const users = await identity.listUsers();
+      return {
+        users: users.map((user) => ({
+          user_id: user.userId,
+          email: user.email,
+          is_super_admin: user.isSuperAdmin,
+          created_at: user.createdAt.toISOString(),
+          active_access_tokens: user.activeAccessTokens,
+          active_session_api_keys: user.activeSessionApiKeys,
+          last_used_at: user.lastUsedAt?.toISOString() ?? null,
+        })),
+      };
+    },
+  },
+};
+
+const USAGE = [
+  'usage: npm run admin -- <command> [options]',
+  '',
+  ...Object.values(COMMANDS).map((command) => `  ${command.usage}`),
+].join('\n');
+
+/** Bad command line: reported with the usage text, exit code 2. */
+class UsageError extends Error {}
+
+function parseCommandLine(argv: string[]): { command: Command; values: Values } {
+  const [name, ...rest] = argv;
+  if (!name) throw new UsageError('no command given');
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!command) throw new UsageError(`unknown command "${name}"`);
+  const flags = [...command.required, ...(command.optional ?? [])];
+  let values: Values;
+  try {
+    ({ values } = parseArgs({
+      args: rest,
+      options: Object.fromEntries(flags.map((flag) => [flag, OPTIONS[flag]])),
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    throw new UsageError(`${name}: ${(error as Error).message}`);
+  }
+  for (const flag of command.required) {
+    if (!values[flag]) throw new UsageError(`${name} needs --${flag}`);
+  }
+  return { command, values };
+}
+
+function exitCodeOf(error: unknown): number {
+  return error instanceof UsageError || error instanceof InvalidInputError || error instanceof ConfigError ? 2 : 1;
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof DomainError || error instanceof UsageError || error instanceof ConfigError) return error.message;
+  // Anything else (database unreachable, file system) is unexpected: its own message helps diagnose it.
+  return `failed: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+function printResult(result: object): void {
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
+    process.stderr.write(`${USAGE}\n`);
+    printResult({ commands: Object.keys(COMMANDS) });
+    return 0;
+  }
+  let database: Database | undefined;
+  try {
+    const { command, values } = parseCommandLine(argv);
+    const config = loadConfig();
+    // Standard output is reserved for the result, so the log goes to standard error.
+    database = await openDatabase(config.database, createLogger('warn', pino.destination(2)));
+    printResult(await command.run(new IdentityService(database.orm.em), values));
+    return 0;
+  } catch (error) {
+    const message = messageOf(error);
+    process.stderr.write(`admin: ${message}\n`);
+    if (error instanceof UsageError) process.stderr.write(`\n${USAGE}\n`);
+    printResult({ error: message });
+    return exitCodeOf(error);
+  } finally {
+    await database?.close();
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,36 @@
+import type { ParameterizedContext } from 'koa';
+import type { Context as OperationContext } from 'openapi-backend';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Principal } from '../identity/authenticator.ts';
+import type { Logger } from '../logger.ts';
+import { UnauthenticatedError } from '../errors.ts';
+
+/** Per-request state every handler can rely on. */
+export interface RequestState {
+  /** This request's own EntityManager (a fork of the root one). */
+  em: EntityManager;
+  log: Logger;
+}
+
+export type KoaContext = ParameterizedContext<RequestState>;
+
+/** An operation handler: its name is the spec's operationId; it sets `ctx.status` and `ctx.body`. */
+export type OperationHandler = (operation: OperationContext, ctx: KoaContext) => Promise<void> | void;
+
+export type OperationHandlers = Record<string, OperationHandler>;
+
+/** The caller, as the operation's security handlers established it. */
+export function principalOf(operation: OperationContext): Principal {
+  const results = (operation.security ?? {}) as Record<string, unknown>;
+  for (const scheme of ['AccessToken', 'APIKeyHeader']) {
+    const result = results[scheme] as Principal | { error: unknown } | undefined;
+    if (result && !('error' in result)) return result;
+  }
+  throw new UnauthenticatedError('Not authenticated');
+}
+
+/** Sets a typed response: the body type comes from `generated/`, so it cannot drift from the spec. */
+export function respond<T>(ctx: KoaContext, status: number, body: T): void {
+  ctx.status = status;
+  ctx.body = body;
+}

@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import Koa from 'koa';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Context as OperationContext, Request as OpenApiRequest } from 'openapi-backend';
+import type { Config } from './config.ts';
+import type { Logger } from './logger.ts';
+import { DomainError, InvalidInputError, UnauthenticatedError, httpStatusOf } from './errors.ts';
+import { isDatabaseUnavailable } from './db/errors.ts';
+import { createOpenApiBackend } from './api/openapi.ts';
+import { HttpError } from './api/http-errors.ts';
+import { readJsonBody } from './api/json-body.ts';
+import { RequestValidationError, toValidationErrors } from './api/validation-errors.ts';
+import type { KoaContext, OperationHandlers, RequestState } from './api/context.ts';
+import { healthHandlers } from './api/handlers/health.ts';
+import { conversationHandlers } from './api/handlers/conversations.ts';
+import { superAdminHandlers } from './api/handlers/super-admins.ts';
+import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
+import { webhookHandlers } from './api/handlers/webhooks.ts';
+import { Authenticator } from './identity/authenticator.ts';
+import { IdentityService } from './identity/identity-service.ts';
+import { ConversationService } from './conversations/conversation-service.ts';
+import { VerifiedModelService } from './verified-models/verified-model-service.ts';
+
+export interface AppDeps {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly orm: MikroORM;
+  readonly database: { isReachable(): Promise<boolean> };
+}
+
+type ErrorBody = { detail: unknown };
+
+/** Renders any thrown error as the contract's error body; the one error renderer of the service. */
+function renderError(error: unknown, ctx: KoaContext, log: Logger): void {
+  let status: number;
+  let body: ErrorBody;
+  if (error instanceof RequestValidationError) {
+    status = 422;
+    body = { detail: error.detail };
+  } else if (error instanceof InvalidInputError) {
+    status = 422;
+    body = { detail: [{ loc: error.loc, msg: error.message, type: error.type, input: error.input }] };
+  } else if (error instanceof DomainError) {
+    status = httpStatusOf(error);
+    body = { detail: error.message };
+    if (error instanceof UnauthenticatedError) ctx.set('WWW-Authenticate', 'APIKey');
+  } else if (error instanceof HttpError) {
+    status = error.status;
+    body = { detail: error.message };
+    ctx.set(error.headers);
+  } else if (isDatabaseUnavailable(error)) {
+    status = 503;
+    body = { detail: 'The database is unavailable; retry later' };
+    ctx.set('Retry-After', '1');
+    log.error({ err: error }, 'database unavailable');
+  } else {
+    status = 500;
+    body = { detail: 'Internal server error' };
+    log.error({ err: error }, 'unhandled error');
+  }
+  ctx.status = status;
+  ctx.body = body;
+}
+
+/** Builds the Koa application; everything it needs is passed in, so tests build their own. */
+export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
+  const { config, logger, orm } = deps;
+  const api = await createOpenApiBackend();
+
+  const authenticator = new Authenticator(orm.em, config.credentialCacheTtlMs);
+  const identity = new IdentityService(orm.em);
+  const conversations = new ConversationService(orm.em, logger);
+  const verifiedModels = new VerifiedModelService(orm.em);
+
+  const operationHandlers: OperationHandlers = {
+    ...healthHandlers(deps.database),
+    ...webhookHandlers(conversations),
+    ...conversationHandlers(conversations),
+    ...verifiedModelHandlers(verifiedModels),
+    ...superAdminHandlers(identity),
+  };
+
+  api.register({
+    ...operationHandlers,
+    async postRoutingHandler(c: OperationContext, ctx: KoaContext) {
+      // The body is read only once the route is known: an unknown path is a 404, not a 415.
+      if (!c.operation?.requestBody) return;
+      const body = await readJsonBody(ctx, config.bodyLimitBytes);
+      (ctx.state as { openApiRequest?: OpenApiRequest }).openApiRequest!.body = body;
+      c.request.requestBody = body;
+    },
+    notFound(_c: OperationContext, ctx: KoaContext) {
+      throw new HttpError(404, `No route for ${ctx.method} ${ctx.path}`);
+    },
+    methodNotAllowed(_c: OperationContext, ctx: KoaContext) {
+      const allowed = api
+        .getOperations()
+        .filter((operation) => {
+          const match = api.router.matchOperation({ method: operation.method, path: ctx.path, headers: {} });
+          return match?.operationId === operation.operationId;
+        })
+        .map((operation) => operation.method.toUpperCase());
+      throw new HttpError(405, `Method ${ctx.method} is not allowed on ${ctx.path}`, { Allow: allowed.join(', ') });
+    },
+    unauthorizedHandler(c: OperationContext) {
+      const results = Object.values(c.security ?? {}) as ({ error?: unknown } | undefined)[];
+      const errors = results.map((r) => r?.error).filter((e): e is Error => e instanceof Error);
+      // Prefer "invalid credential" over "missing header" when the caller sent one of the schemes.
+      throw errors.find((e) => e.message.startsWith('Invalid')) ?? errors[0] ?? new UnauthenticatedError('Not authenticated');
+    },
+    validationFail(c: OperationContext) {
+      const validated = {
+        requestBody: c.request.requestBody,
+        path: c.request.params,
+        query: c.request.query,
+        header: c.request.headers,
+      };
+      // The body's validator comes first; its schema resolves the `$ref`s in union errors.
+      const [bodyValidator] = api.validator.getRequestValidatorsForOperation(c.operation.operationId!) ?? [];
+      const errors = c.validation.errors ?? [];
+      throw new RequestValidationError(
+        toValidationErrors(errors, validated, (bodyValidator?.schema ?? {}) as object, config.maxValidationErrors),
+      );
+    },
+    notImplemented(c: OperationContext) {
+      throw new HttpError(501, `${c.operation.operationId} is not implemented yet`);
+    },
+  });
+  api.registerSecurityHandler('AccessToken', (c: OperationContext) =>
+    authenticator.authenticate('access_token', headerOf(c, 'x-access-token')),
+  );
+  api.registerSecurityHandler('APIKeyHeader', (c: OperationContext) =>
+    authenticator.authenticate('session_api_key', headerOf(c, 'x-session-api-key')),
+  );
+
+  const app = new Koa<RequestState>({ proxy: false });
+  app.silent = true;
+
+  // Error rendering comes first, so that it also catches what the body reader throws.
+  app.use(async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    const requestId = ctx.get('x-request-id') || randomUUID();
+    ctx.set('X-Request-Id', requestId);
+    try {
+      await next();
+    } catch (error) {
+      renderError(error, ctx, logger.child({ requestId }));
+    }
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    logger.info({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+  });
+
+  app.use(async (ctx) => {
+    // Forked on first use: the webhook's hot path runs one statement and needs no unit of work.
+    let em: RequestState['em'] | undefined;
+    Object.defineProperty(ctx.state, 'em', { get: () => (em ??= orm.em.fork()) });
+    ctx.state.log = logger;
+    const request: OpenApiRequest = {
+      method: ctx.method,
+      path: ctx.path,
+      query: ctx.querystring,
+      headers: ctx.headers as OpenApiRequest['headers'],
+    };
+    (ctx.state as { openApiRequest?: OpenApiRequest }).openApiRequest = request;
+    await api.handleRequest(request, ctx);
+  });
+
+  return app;
+}
+
+function headerOf(c: OperationContext, name: string): string | undefined {
+  const value = c.request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { components } from '../../generated/openapi.ts';
+import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors.ts';
+import type { Principal } from '../identity/authenticator.ts';
+import type { Logger } from '../logger.ts';
+import { Conversation, ConversationEvent } from './entities.ts';
+import { executionStatusAfter } from './execution-status.ts';
+
+export type Event = components['schemas']['Event'];
+export type EventKind = components['schemas']['EventKind'];
+
+/** A row of the batch, as handed to PostgreSQL in one JSON parameter. */
+interface IncomingRow {
+  event_id: string;
+  kind: string;
+  payload: Event;
+  status: string | null;
+  ord: number;
+}
+
+/** Canonical (lower-case, dashed) form of a UUID given dashed, undashed or braced. */
+export function canonicalUuid(value: string): string {
+  const hex = value.replace(/[{}-]/g, '').toLowerCase();
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+function toConversationView(conversation: Conversation): components['schemas']['Conversation'] {
+  return {
+    id: conversation.id,
+    execution_status: conversation.executionStatus as components['schemas']['Conversation']['execution_status'],
+    event_count: conversation.eventCount,
+    created_at: conversation.createdAt.toISOString(),
+    updated_at: conversation.updatedAt.toISOString(),
+    last_event_at: conversation.lastEventAt?.toISOString() ?? null,
+  };
+}
+
+function encodeCursor(conversation: Conversation): string {
+  return Buffer.from(JSON.stringify([conversation.createdAt.toISOString(), conversation.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
+    const date = new Date(createdAt);
+    if (Number.isNaN(date.getTime()) || typeof id !== 'string') throw new Error('bad cursor');
+    return { createdAt: date, id };
+  } catch {
+    throw new InvalidInputError('Invalid cursor; pass next_cursor from a previous page', ['query', 'cursor'], 'value_error', cursor);
+  }
+}
+
+/** Conversations and their event log: ingestion from the webhook, and reading back. */
+export class ConversationService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Stores a webhook batch for `principal`: all or nothing, idempotent by event id, in arrival
+   * order. StreamingDeltaEvents are transient and are not stored.
+   */
+  async ingest(principal: Principal, conversationId: string, events: Event[]): Promise<{ stored: number }> {
+    const id = canonicalUuid(conversationId);
+    const rows: IncomingRow[] = [];
+    const seen = new Set<string>();
+    for (const event of events) {
+      if (event.kind === 'StreamingDeltaEvent') continue;
+      event.id ??= randomUUID();
+      if (seen.has(event.id)) continue; // repeated within one batch: the first one wins
+      seen.add(event.id);
+      rows.push({ event_id: event.id, kind: event.kind, payload: event, status: executionStatusAfter(event), ord: rows.length });
+    }
+
+    // One statement, one round trip, its own transaction: see Migration20261122010000_ingest_function.
+    const result = await this.em.execute<{ owner_id: string; stored: number }>(
+      'select owner_id, stored from ingest_events(?, ?, ?::jsonb)',
+      [id, principal.userId, JSON.stringify(rows)],
+      'get',
+    );
+    if (result.owner_id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
+    const { stored } = result;
+    this.log.debug({ conversationId: id, received: events.length, stored }, 'events ingested');
+    return { stored };
+  }
+
+  /** The conversation, if `principal` owns it. */
+  async getConversation(principal: Principal, conversationId: string): Promise<components['schemas']['Conversation']> {
+    const conversation = await this.findOwned(principal, conversationId);
+    return toConversationView(conversation);
+  }
+
+  /** A page of stored events in sequence order, after `afterSeq`. */
+  async listEvents(
+    principal: Principal,
+    conversationId: string,
+    page: { afterSeq: number; limit: number; kind?: EventKind },
+  ): Promise<components['schemas']['EventPage']> {
+    const conversation = await this.findOwned(principal, conversationId);
+    const events = await this.em.fork().find(
+      ConversationEvent,
+      { conversation: conversation.id, seq: { $gt: page.afterSeq }, ...(page.kind ? { kind: page.kind } : {}) },
+      { orderBy: { seq: 'asc' }, limit: page.limit + 1 },
+    );
+    const more = events.length > page.limit;
+    const items = events.slice(0, page.limit).map((event) => ({
+      seq: event.seq,
+      received_at: event.receivedAt.toISOString(),
+      event: event.payload as Event,
+    }));
+    return { items, next_after_seq: more ? items[items.length - 1]!.seq : null };
+  }
+
+  /** The caller's conversations, newest first. */
+  async listConversations(
+    principal: Principal,
+    page: { limit: number; cursor?: string },
+  ): Promise<components['schemas']['ConversationPage']> {
+    const after = page.cursor ? decodeCursor(page.cursor) : undefined;
+    const conversations = await this.em.fork().find(
+      Conversation,
+      {
+        owner: principal.userId,
+        ...(after
+          ? { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] }
+          : {}),
+      },
+      { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], limit: page.limit + 1 },
+    );
+    const more = conversations.length > page.limit;
+    const items = conversations.slice(0, page.limit);
+    return {
+      items: items.map(toConversationView),
+      next_cursor: more ? encodeCursor(items[items.length - 1]!) : null,
+    };
+  }
+
+  private async findOwned(principal: Principal, conversationId: string): Promise<Conversation> {
+    const conversation = await this.em.fork().findOne(Conversation, { id: canonicalUuid(conversationId) });
+    if (!conversation) throw new NotFoundError('Conversation not found');
+    if (conversation.owner.id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
+    return conversation;
+  }
+}

@@ -1,0 +1,95 @@
+import { MikroORM, type Options } from '@mikro-orm/postgresql';
+import { Migrator } from '@mikro-orm/migrations';
+import type { DatabaseConfig } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import { ConversationEventSchema, ConversationSchema } from '../conversations/entities.ts';
+import { CredentialSchema, UserSchema } from '../identity/entities.ts';
+import { VerifiedModelSchema } from '../verified-models/entities.ts';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.ts';
+import { Migration20261122000000_initial } from './migrations/Migration20261122000000_initial.ts';
+import { Migration20261122010000_ingest_function } from './migrations/Migration20261122010000_ingest_function.ts';
+
+/** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
+export const MIGRATIONS = [
+  { name: 'Migration20261122000000_initial', class: Migration20261122000000_initial },
+  { name: 'Migration20261122010000_ingest_function', class: Migration20261122010000_ingest_function },
+];
+
+/** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */
+const MIGRATION_LOCK_ID = 7_240_114;
+
+export interface Database {
+  readonly orm: MikroORM;
+  /** The connection URL (for the embedded database it carries the generated password). */
+  readonly url: string;
+  /** True when the database answers a trivial query. */
+  isReachable(): Promise<boolean>;
+  /** Closes the pool, then stops the embedded PostgreSQL if this process started it. */
+  close(): Promise<void>;
+}
+
+/** The MikroORM options for a database URL; shared by the server, the CLI and the tests. */
+export function ormOptions(clientUrl: string, log?: Logger): Options {
+  return {
+    clientUrl,
+    entities: [UserSchema, CredentialSchema, VerifiedModelSchema, ConversationSchema, ConversationEventSchema],
+    extensions: [Migrator],
+    migrations: { migrationsList: MIGRATIONS, transactional: true, allOrNothing: true, snapshot: false },
+    pool: { min: 0, max: 10 },
+    // knex would otherwise put bound values (credential hashes, event payloads) into error messages.
+    driverOptions: { compileSqlOnError: false },
+    // Missing tables or columns should fail the migration test, not be papered over at start-up.
+    ensureDatabase: false,
+    discovery: { warnWhenNoEntities: true },
+    debug: false,
+    logger: (message) => log?.debug({ orm: message }, 'mikro-orm'),
+  };
+}
+
+/** Applies every pending migration; safe to call from several processes at once. */
+export async function migrate(orm: MikroORM): Promise<void> {
+  const knex = orm.em.getConnection().getKnex();
+  await knex.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK_ID]);
+    await orm.getMigrator().up();
+  });
+}
+
+/**
+ * Opens the database the configuration names: `DATABASE_URL`, or else an embedded PostgreSQL under
+ * the data directory. Pending migrations are applied before this returns.
+ */
+export async function openDatabase(config: DatabaseConfig, log: Logger): Promise<Database> {
+  let embedded: EmbeddedPostgres | undefined;
+  let url: string;
+  if (config.kind === 'url') {
+    url = config.url;
+  } else {
+    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.port }, log);
+    url = embedded.url;
+  }
+  let orm: MikroORM;
+  try {
+    orm = await MikroORM.init(ormOptions(url, log));
+    await migrate(orm);
+  } catch (error) {
+    await embedded?.stop();
+    throw error;
+  }
+  return {
+    orm,
+    url,
+    async isReachable() {
+      try {
+        await orm.em.getConnection().execute('select 1');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      await orm.close(true);
+      await embedded?.stop();
+    },
+  };
+}

@@ -1,0 +1,33 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+/**
+ * Paths that never reach a log line: credentials in headers and CLI output, the encrypted
+ * reasoning of an LLM response, and the secrets of a workspace registration.
+ */
+const REDACTED_PATHS = [
+  'req.headers["x-access-token"]',
+  'req.headers["x-session-api-key"]',
+  'req.headers.authorization',
+  'access_token',
+  'session_api_key',
+  'token',
+  '*.encrypted_content',
+  '*.*.encrypted_content',
+  'webhook_secret',
+  'svc_acc_api_key',
+];
+
+/** Creates the process logger; tests pass a destination to read what was logged. */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      base: undefined,
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    destination,
+  );
+}

@@ -1,0 +1,37 @@
+import { Writable } from 'node:stream';
+import supertest from 'supertest';
+import type { Config } from '../../src/config.ts';
+import { createApp } from '../../src/app.ts';
+import { createLogger } from '../../src/logger.ts';
+import { testConfig, testDatabase } from './hooks.ts';
+
+/** A test app on the shared test database, and every line it logged. */
+export interface TestApp {
+  request: ReturnType<typeof supertest>;
+  logs: string[];
+}
+
+/**
+ * Builds the app as `main.ts` does, with a logger the test can read. Building it compiles the
+ * contract's validators (about a second), so build one per `describe`, not one per test.
+ */
+export async function createTestApp(
+  overrides: Partial<Config> = {},
+  databaseOverride?: { isReachable(): Promise<boolean> },
+): Promise<TestApp> {
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, callback) {
+      logs.push(String(chunk));
+      callback();
+    },
+  });
+  const database = testDatabase();
+  const app = await createApp({
+    config: { ...testConfig(), ...overrides },
+    logger: createLogger('debug', sink),
+    orm: database.orm,
+    database: databaseOverride ?? database,
+  });
+  return { request: supertest(app.callback()), logs };
+}

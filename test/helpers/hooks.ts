@@ -1,0 +1,53 @@
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createLogger } from '../../src/logger.ts';
+import { migrate, openDatabase, type Database } from '../../src/db/database.ts';
+
+/**
+ * Root hooks: one database for the whole run, emptied before every test.
+ * Embedded PostgreSQL under `.data/test` by default (its own port, so a running `npm start` is
+ * untouched); the server named by `DATABASE_URL` when that is set.
+ */
+let database: Database | undefined;
+let config: Config | undefined;
+
+/** Configuration for tests: the environment's, with test-specific data directory and port. */
+export function testConfig(): Config {
+  config ??= loadConfig({
+    ...process.env,
+    DATA_DIR: process.env.TEST_DATA_DIR ?? '.data/test',
+    EMBEDDED_PG_PORT: process.env.TEST_EMBEDDED_PG_PORT ?? '54339',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+    CREDENTIAL_CACHE_TTL_MS: '0',
+  });
+  return config;
+}
+
+/** The database opened for this test run. */
+export function testDatabase(): Database {
+  if (!database) throw new Error('the test database is not open (root hooks did not run)');
+  return database;
+}
+
+/** Drops everything and applies the migrations again, as on a brand-new database. */
+export async function recreateSchema(db: Database): Promise<void> {
+  const connection = db.orm.em.getConnection();
+  await connection.execute('drop schema public cascade');
+  await connection.execute('create schema public');
+  await migrate(db.orm);
+}
+
+const TABLES = ['conversation_events', 'conversations', 'verified_models', 'credentials', 'users'];
+
+export const mochaHooks = {
+  async beforeAll(this: Mocha.Context) {
+    this.timeout(60_000);
+    database = await openDatabase(testConfig().database, createLogger('warn'));
+    await recreateSchema(database);
+  },
+  async beforeEach() {
+    await testDatabase().orm.em.getConnection().execute(`truncate ${TABLES.join(', ')} restart identity cascade`);
+  },
+  async afterAll() {
+    await database?.close();
+  },
+};
