@@ -64,7 +64,7 @@ export interface paths {
         /**
          * List the caller's conversations
          * @description Lists the conversations owned by the caller (the user behind the access token or the
-         *     session API key), most recently updated first. Pages are linked by an opaque cursor:
+         *     session API key), newest (most recently created) first. Pages are linked by an opaque cursor:
          *     pass `next_cursor` of one page as `cursor` to get the next; `next_cursor` is null on the
          *     last page.
          */
@@ -855,11 +855,10 @@ export interface components {
             /** @description Groups the actions of one LLM response (parallel tool calls). */
             llm_response_id: string;
             /**
-             * @description The LLM's risk assessment of the action (`SecurityRisk`).
+             * @description The LLM's risk assessment of the action.
              * @default UNKNOWN
-             * @enum {string}
              */
-            security_risk: "UNKNOWN" | "LOW" | "MEDIUM" | "HIGH";
+            security_risk: components["schemas"]["SecurityRisk"];
             /** @description Optional critic evaluation, or null. */
             critic_result?: components["schemas"]["CriticResult"] | null;
             /** @description Concise summary (about 10 words) of what the action does. */
@@ -1137,7 +1136,7 @@ export interface components {
         };
         /** @description One page of conversations. */
         ConversationPage: {
-            /** @description Conversations, most recently updated first. */
+            /** @description Conversations, newest (most recently created) first. */
             items: components["schemas"]["Conversation"][];
             /** @description Opaque cursor of the next page; null on the last page. */
             next_cursor: string | null;

@@ -66,6 +66,7 @@ describe('POST /api/v1/webhooks/events/{conversation_id}', () => {
       { kind: 'HookExecutionEvent', id: 'e3', hook_event_type: 'Stop', hook_command: 'x', success: true, exit_code: 0 },
       { kind: 'UserRejectObservation', id: 'e4', tool_name: 't', tool_call_id: 'c', action_id: 'a' },
       { kind: 'PauseEvent', id: 'e5' },
+      (({ security_risk: _risk, source: _source, ...action }) => ({ ...action, id: 'e6' }))(minimalEvent('ActionEvent')),
     ]).expect(200);
     const events = (await readEvents(conversationId)).items.map((i) => i.event);
     expect(events[0]).to.include({ source: 'agent', is_error: false });
@@ -73,6 +74,7 @@ describe('POST /api/v1/webhooks/events/{conversation_id}', () => {
     expect(events[2]).to.include({ source: 'hook', blocked: false, stdout: '', stderr: '' });
     expect(events[3]).to.include({ source: 'environment', rejection_reason: 'User rejected the action', rejection_source: 'user' });
     expect(events[4]).to.include({ source: 'user' });
+    expect(events[5]).to.include({ source: 'agent', security_risk: 'UNKNOWN' });
   });
 
   it('gives an event without an id a server-assigned UUID', async () => {

@@ -1,14 +1,9 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { Options as AjvOptions } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { UUID_PATTERN } from '../uuid.ts';
 
 const addFormats = addFormatsModule.default;
-
-/**
- * UUIDs as pydantic accepts them: dashed, or 32 hex digits without dashes (the OpenHands
- * agent-server addresses conversations by `uuid.hex`).
- */
-export const UUID_PATTERN = /^(?:[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12})$/i;
 
 /**
  * The validator for the contract: JSON Schema 2020-12 (the spec is OpenAPI 3.1), formats checked,

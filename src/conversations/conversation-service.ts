@@ -4,6 +4,7 @@ import type { components } from '../../generated/openapi.ts';
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors.ts';
 import type { Principal } from '../identity/authenticator.ts';
 import type { Logger } from '../logger.ts';
+import { canonicalUuid, UUID_PATTERN } from '../uuid.ts';
 import { Conversation, ConversationEvent } from './entities.ts';
 import { executionStatusAfter } from './execution-status.ts';
 
@@ -17,12 +18,6 @@ interface IncomingRow {
   payload: Event;
   status: string | null;
   ord: number;
-}
-
-/** Canonical (lower-case, dashed) form of a UUID given dashed, undashed or braced. */
-export function canonicalUuid(value: string): string {
-  const hex = value.replace(/[{}-]/g, '').toLowerCase();
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 function toConversationView(conversation: Conversation): components['schemas']['Conversation'] {
@@ -44,7 +39,7 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
   try {
     const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
     const date = new Date(createdAt);
-    if (Number.isNaN(date.getTime()) || typeof id !== 'string') throw new Error('bad cursor');
+    if (Number.isNaN(date.getTime()) || typeof id !== 'string' || !UUID_PATTERN.test(id)) throw new Error('bad cursor');
     return { createdAt: date, id };
   } catch {
     throw new InvalidInputError('Invalid cursor; pass next_cursor from a previous page', ['query', 'cursor'], 'value_error', cursor);
@@ -74,16 +69,31 @@ export class ConversationService {
       rows.push({ event_id: event.id, kind: event.kind, payload: event, status: executionStatusAfter(event), ord: rows.length });
     }
 
-    // One statement, one round trip, its own transaction: see Migration20261122010000_ingest_function.
-    const result = await this.em.execute<{ owner_id: string; stored: number }>(
-      'select owner_id, stored from ingest_events(?, ?, ?::jsonb)',
-      [id, principal.userId, JSON.stringify(rows)],
-      'get',
-    );
+    const result = await this.appendEvents(id, principal.userId, JSON.stringify(rows));
     if (result.owner_id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
     const { stored } = result;
     this.log.debug({ conversationId: id, received: events.length, stored }, 'events ingested');
     return { stored };
+  }
+
+  /**
+   * The webhook's whole write: one statement, one round trip, its own transaction (see
+   * Migration20261122010000_ingest_function). It runs on a connection of MikroORM's pool but
+   * straight through the driver: on this path the query builder costs a third of the CPU time.
+   */
+  private async appendEvents(conversationId: string, ownerId: string, rows: string): Promise<{ owner_id: string; stored: number }> {
+    const client = this.em.getConnection().getKnex().client;
+    const connection = await client.acquireConnection();
+    try {
+      const result = await connection.query({
+        name: 'ingest_events',
+        text: 'select owner_id, stored from ingest_events($1, $2, $3::jsonb)',
+        values: [conversationId, ownerId, rows],
+      });
+      return result.rows[0];
+    } finally {
+      client.releaseConnection(connection);
+    }
   }
 
   /** The conversation, if `principal` owns it. */

@@ -1,0 +1,360 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { expect } from 'chai';
+import { testDatabase } from './helpers/hooks.ts';
+import { minimalEvent } from './fixtures/events.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const READY_WITHIN_MS = 30_000;
+
+/** With DATABASE_URL set the servers share the test database; otherwise each runs its embedded PostgreSQL. */
+const useEmbedded = !process.env.DATABASE_URL;
+
+/** A port nothing listens on right now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return true;
+}
+
+/** The pid in the first line of the cluster's `postmaster.pid`, if the file exists. */
+function postmasterPid(dataDir: string): number | undefined {
+  try {
+    const pid = Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Stops a PostgreSQL left running under `dataDir`: fast shutdown first, harder signals if it lingers. */
+async function stopLeftoverPostgres(dataDir: string): Promise<void> {
+  const pid = postmasterPid(dataDir);
+  if (!pid || !isAlive(pid)) return;
+  for (const signal of ['SIGINT', 'SIGQUIT', 'SIGKILL'] as const) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      return;
+    }
+    if (await waitFor(() => !isAlive(pid), 10_000)) return;
+  }
+}
+
+interface RunningProcess {
+  child: ChildProcess;
+  stdout: string;
+  stderr: string;
+  /** Resolves with the exit code (or the signal that ended the process). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const children = new Set<ChildProcess>();
+
+/** Spawns `node --import tsx <script> ...args` in the project root, collecting its output. */
+function spawnNode(script: string, args: string[], env: NodeJS.ProcessEnv): RunningProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env });
+  children.add(child);
+  const run: RunningProcess = {
+    child,
+    stdout: '',
+    stderr: '',
+    exited: new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        children.delete(child);
+        resolve({ code, signal });
+      });
+    }),
+  };
+  child.stdout!.on('data', (chunk: Buffer) => (run.stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (run.stderr += chunk.toString()));
+  return run;
+}
+
+/** What a failing assertion should show about a process. */
+const describeRun = (run: RunningProcess) => `stdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`;
+
+interface Server extends RunningProcess {
+  port: number;
+  baseUrl: string;
+  /** From spawning the process to the first 200 from /readyz. */
+  startupMs: number;
+}
+
+describe('server process', function () {
+  this.timeout(120_000);
+
+  /** One data directory for the file: the cluster is initialised once, by the first start. */
+  let dataDir: string;
+  let embeddedPgPort: number;
+
+  before(async function () {
+    dataDir = path.join(ROOT, '.data', `lifecycle-${randomBytes(6).toString('hex')}`);
+    // Not mkdtemp (mode 0700): the embedded PostgreSQL runs as the "postgres" user when we are root
+    // and must be able to traverse this directory.
+    fs.mkdirSync(dataDir, { recursive: true });
+    fs.chmodSync(dataDir, 0o755);
+    embeddedPgPort = await freePort();
+  });
+
+  afterEach(async () => {
+    await Promise.all(
+      [...children].map(async (child) => {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+        await exited;
+      }),
+    );
+    if (useEmbedded) await stopLeftoverPostgres(dataDir);
+  });
+
+  after(async () => {
+    if (useEmbedded) await stopLeftoverPostgres(dataDir);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** The environment of the server and the CLI: embedded PostgreSQL under `dataDir`, or DATABASE_URL. */
+  function environment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', ...extra };
+    if (useEmbedded) {
+      delete env.DATABASE_URL;
+      env.DATA_DIR = dataDir;
+      env.EMBEDDED_PG_PORT = String(embeddedPgPort);
+    } else {
+      env.DATABASE_URL = testDatabase().url;
+    }
+    return env;
+  }
+
+  /** Starts `src/main.ts` on a free port and waits until /readyz answers 200, measuring how long that took. */
+  async function startServer(): Promise<Server> {
+    const port = await freePort();
+    const started = Date.now();
+    const run = spawnNode('src/main.ts', [], environment({ PORT: String(port) }));
+    const server: Server = Object.assign(run, { port, baseUrl: `http://127.0.0.1:${port}`, startupMs: 0 });
+    let exitedEarly: { code: number | null } | undefined;
+    void run.exited.then((result) => (exitedEarly = result));
+    while (Date.now() - started < READY_WITHIN_MS) {
+      if (exitedEarly) throw new Error(`the server exited with code ${exitedEarly.code} before it was ready\n${describeRun(run)}`);
+      try {
+        const response = await fetch(`${server.baseUrl}/readyz`);
+        if (response.status === 200) {
+          server.startupMs = Date.now() - started;
+          return server;
+        }
+      } catch {
+        // not listening yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`/readyz did not answer 200 within ${READY_WITHIN_MS} ms\n${describeRun(run)}`);
+  }
+
+  /** Runs the admin CLI against the same database as the server; returns its JSON result. */
+  async function admin(...args: string[]): Promise<Record<string, unknown>> {
+    const run = spawnNode('scripts/admin.ts', args, environment({ LOG_LEVEL: undefined }));
+    const { code } = await run.exited;
+    expect(code, describeRun(run)).to.equal(0);
+    return JSON.parse(run.stdout.trimEnd().split('\n').pop()!) as Record<string, unknown>;
+  }
+
+  /** A user with an access token and a session API key, issued through the CLI. */
+  async function createUser(): Promise<{ email: string; accessToken: string; sessionApiKey: string }> {
+    const email = `lifecycle-${randomUUID().slice(0, 8)}@example.com`;
+    const user = await admin('create-user', '--email', email);
+    const key = await admin('create-session-key', '--email', email);
+    return { email, accessToken: user.access_token as string, sessionApiKey: key.session_api_key as string };
+  }
+
+  async function stopWith(server: RunningProcess, signal: NodeJS.Signals) {
+    server.child.kill(signal);
+    return server.exited;
+  }
+
+  it('starts and serves /readyz 200 within 30 s', async () => {
+    const cold = await startServer();
+    console.log(`      start-up until /readyz 200: ${cold.startupMs} ms (${useEmbedded ? 'embedded PostgreSQL, first start with initdb' : 'DATABASE_URL'})`);
+    expect(cold.startupMs).to.be.below(READY_WITHIN_MS);
+    expect(cold.stdout).to.include('server listening');
+    const { code } = await stopWith(cold, 'SIGTERM');
+    expect(code, describeRun(cold)).to.equal(0);
+
+    const warm = await startServer();
+    console.log(`      start-up until /readyz 200: ${warm.startupMs} ms (second start on the same data)`);
+    expect(warm.startupMs).to.be.below(READY_WITHIN_MS);
+  });
+
+  it('on SIGTERM finishes an in-flight request with 200, exits 0 and (embedded) stops its PostgreSQL', async () => {
+    const server = await startServer();
+    const user = await createUser();
+    const conversationId = randomUUID();
+    const batch = Array.from({ length: 3000 }, () => minimalEvent('MessageEvent'));
+    const body = Buffer.from(JSON.stringify(batch));
+    const pgPid = useEmbedded ? postmasterPid(dataDir) : undefined;
+    if (useEmbedded) expect(pgPid, 'postmaster.pid of the embedded PostgreSQL').to.be.a('number');
+
+    // Send the headers and half of the body, so the server is certainly handling the request when
+    // SIGTERM arrives; the rest follows after the signal.
+    const request = http.request({
+      host: '127.0.0.1',
+      port: server.port,
+      method: 'POST',
+      path: `/api/v1/webhooks/events/${conversationId}`,
+      headers: { 'Content-Type': 'application/json', 'Content-Length': body.length, 'X-Session-API-Key': user.sessionApiKey },
+      agent: false,
+    });
+    const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      request.once('error', reject);
+      request.once('response', (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.once('end', () => resolve({ status: res.statusCode!, body: text }));
+        res.once('error', reject);
+      });
+    });
+    const half = Math.floor(body.length / 2);
+    await new Promise<void>((resolve) => request.write(body.subarray(0, half), () => resolve()));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    server.child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    request.end(body.subarray(half));
+
+    const result = await response;
+    expect(result.status, result.body).to.equal(200);
+    expect(JSON.parse(result.body)).to.deep.equal({ success: true });
+    const { code, signal } = await server.exited;
+    expect({ code, signal }, describeRun(server)).to.deep.equal({ code: 0, signal: null });
+    expect(server.stdout).to.include('shutting down');
+
+    if (useEmbedded) {
+      expect(fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid')), 'postmaster.pid still exists').to.equal(false);
+      expect(isAlive(pgPid!), `PostgreSQL (pid ${pgPid}) still runs`).to.equal(false);
+    }
+
+    // What the 200 acknowledged is durable: a new server reads all of it back.
+    const next = await startServer();
+    const conversation = await fetch(`${next.baseUrl}/api/v1/conversations/${conversationId}`, {
+      headers: { 'X-Access-Token': user.accessToken },
+    });
+    expect(conversation.status).to.equal(200);
+    expect(((await conversation.json()) as { event_count: number }).event_count).to.equal(batch.length);
+  });
+
+  it('on SIGINT (Ctrl-C) with nothing in flight exits 0, stops listening and (embedded) stops its PostgreSQL', async () => {
+    const server = await startServer();
+    const pgPid = useEmbedded ? postmasterPid(dataDir) : undefined;
+    const { code, signal } = await stopWith(server, 'SIGINT');
+    expect({ code, signal }, describeRun(server)).to.deep.equal({ code: 0, signal: null });
+    let refused = false;
+    try {
+      await fetch(`${server.baseUrl}/healthz`);
+    } catch {
+      refused = true;
+    }
+    expect(refused, 'the port still answers after exit').to.equal(true);
+    if (useEmbedded) expect(isAlive(pgPid!), `PostgreSQL (pid ${pgPid}) still runs`).to.equal(false);
+  });
+
+  it('admin CLI works while the server runs (sharing its database) and its token works against the server', async () => {
+    const server = await startServer();
+    const pgPidBefore = useEmbedded ? postmasterPid(dataDir) : undefined;
+
+    const email = `cli-${randomUUID().slice(0, 8)}@example.com`;
+    const created = await admin('create-user', '--email', email, '--super-admin');
+    expect(created).to.have.all.keys('user_id', 'email', 'access_token');
+
+    // The CLI attached to the server's PostgreSQL and left it running.
+    if (useEmbedded) {
+      expect(postmasterPid(dataDir)).to.equal(pgPidBefore);
+      expect(isAlive(pgPidBefore!)).to.equal(true);
+    }
+    expect((await fetch(`${server.baseUrl}/readyz`)).status).to.equal(200);
+
+    const response = await fetch(`${server.baseUrl}/api/admin/super-admins`, {
+      headers: { 'X-Access-Token': created.access_token as string },
+    });
+    expect(response.status).to.equal(200);
+    const { super_admins } = (await response.json()) as { super_admins: { user_id: string; email: string }[] };
+    expect(super_admins).to.deep.include({ user_id: created.user_id, email });
+    // A second CLI run in a row still attaches (the first did not take the database with it).
+    const listed = await admin('list-users');
+    expect((listed.users as { email: string }[]).map((user) => user.email)).to.include(email);
+  });
+
+  it('after a SIGKILL leaves its PostgreSQL orphaned, a new server on the same data directory starts fine', async function () {
+    if (!useEmbedded) this.skip();
+    const first = await startServer();
+    const user = await createUser();
+    const orphanPid = postmasterPid(dataDir)!;
+    expect(orphanPid).to.be.a('number');
+
+    const { signal } = await stopWith(first, 'SIGKILL');
+    expect(signal).to.equal('SIGKILL');
+    expect(isAlive(orphanPid), 'the PostgreSQL of the killed server should still run (orphaned)').to.equal(true);
+
+    const second = await startServer();
+    console.log(`      start-up with an orphaned PostgreSQL to stop first: ${second.startupMs} ms`);
+    expect(isAlive(orphanPid), 'the orphaned PostgreSQL still runs').to.equal(false);
+    const newPid = postmasterPid(dataDir);
+    expect(newPid).to.be.a('number').and.not.equal(orphanPid);
+    expect(second.stdout).to.include('left behind');
+
+    // Data written before the crash is there, and credentials still work.
+    const response = await fetch(`${second.baseUrl}/api/v1/conversations`, { headers: { 'X-Access-Token': user.accessToken } });
+    expect(response.status).to.equal(200);
+
+    const { code } = await stopWith(second, 'SIGTERM');
+    expect(code, describeRun(second)).to.equal(0);
+    expect(isAlive(newPid!)).to.equal(false);
+  });
+
+  for (const [name, value, message] of [
+    ['PORT', 'abc', /PORT/],
+    ['EMBEDDED_PG_PORT', '80', /EMBEDDED_PG_PORT/],
+    ['LOG_LEVEL', 'loud', /LOG_LEVEL/],
+    ['DATABASE_URL', 'mysql://localhost/db', /DATABASE_URL/],
+  ] as const) {
+    it(`exits non-zero with a one-line message on stderr for a bad configuration (${name}=${value})`, async function () {
+      if (name === 'EMBEDDED_PG_PORT' && !useEmbedded) this.skip();
+      const untouched = path.join(ROOT, '.data', `lifecycle-unused-${randomBytes(6).toString('hex')}`);
+      const env = { ...environment(), DATA_DIR: untouched, PORT: String(await freePort()), [name]: value };
+      const run = spawnNode('src/main.ts', [], env);
+      const { code } = await run.exited;
+      expect(code, describeRun(run)).to.not.equal(0);
+      expect(code).to.not.equal(null);
+      const lines = run.stderr.trimEnd().split('\n');
+      expect(lines, run.stderr).to.have.length(1);
+      expect(lines[0]).to.match(message);
+      expect(run.stderr).to.not.match(/\n\s+at /); // no stack trace
+      // Configuration is checked before anything is started or written.
+      expect(fs.existsSync(untouched), 'the data directory was created').to.equal(false);
+    });
+  }
+});
