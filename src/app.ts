@@ -30,6 +30,9 @@ export interface AppDeps {
 
 type ErrorBody = { detail: unknown };
 
+/** A caller's own X-Request-Id is kept (and logged) only if it looks like an id. */
+const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
+
 /** Renders any thrown error as the contract's error body; the one error renderer of the service. */
 function renderError(error: unknown, ctx: KoaContext, log: Logger): void {
   let status: number;
@@ -82,9 +85,12 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
   api.register({
     ...operationHandlers,
-    async postRoutingHandler(c: OperationContext, ctx: KoaContext) {
-      // The body is read only once the route is known: an unknown path is a 404, not a 415.
-      if (!c.operation?.requestBody) return;
+    async postSecurityHandler(c: OperationContext, ctx: KoaContext) {
+      // The body is read once the route is known (an unknown path is a 404, not a 415) and the
+      // caller is authenticated: nobody gets us to read and parse megabytes without a credential.
+      if (!c.operation.requestBody) return;
+      const needsCredential = (c.operation.security ?? []).length > 0;
+      if (needsCredential && !c.security?.authorized) return;
       const body = await readJsonBody(ctx, config.bodyLimitBytes);
       (ctx.state as { openApiRequest?: OpenApiRequest }).openApiRequest!.body = body;
       c.request.requestBody = body;
@@ -139,7 +145,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   // Error rendering comes first, so that it also catches what the body reader throws.
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
-    const requestId = ctx.get('x-request-id') || randomUUID();
+    const requestId = REQUEST_ID_PATTERN.test(ctx.get('x-request-id')) ? ctx.get('x-request-id') : randomUUID();
     ctx.set('X-Request-Id', requestId);
     try {
       await next();

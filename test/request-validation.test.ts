@@ -185,6 +185,22 @@ describe('protocol errors', () => {
     expect(response.body).to.deep.equal({ detail: 'getWorkspaceLink is not implemented yet' });
   });
 
+  it('answers 401 before reading the body of a request without a credential', async () => {
+    const response = await client.request
+      .post(`/api/v1/webhooks/events/${randomUUID()}`)
+      .set('Content-Type', 'text/plain')
+      .send('x'.repeat(4096))
+      .expect(401);
+    expect(response.body).to.deep.equal({ detail: 'Missing X-Session-API-Key header' });
+  });
+
+  it('keeps a well-formed X-Request-Id and replaces anything else', async () => {
+    const kept = await client.request.get('/healthz').set('X-Request-Id', 'abc-123').expect(200);
+    expect(kept.headers['x-request-id']).to.equal('abc-123');
+    const replaced = await client.request.get('/healthz').set('X-Request-Id', 'a b\tc').expect(200);
+    expect(replaced.headers['x-request-id']).to.match(/^[0-9a-f-]{36}$/);
+  });
+
   it('never answers with a stack trace', async () => {
     const response = await client.request.post('/api/v1/webhooks/events/x').set('Content-Type', 'application/json').send('{');
     expect(JSON.stringify(response.body)).to.not.match(/at .*\.ts:\d+/);

@@ -36,6 +36,7 @@ export class Migration20261122000000_initial extends Migration {
         constraint verified_models_provider_model_name_key unique (provider, model_name)
       );
 
+      -- fillfactor leaves room on each page, so the per-delivery counter update is a HOT update
       create table conversations (
         id uuid primary key,
         owner_id uuid not null references users (id),
@@ -44,7 +45,7 @@ export class Migration20261122000000_initial extends Migration {
         created_at timestamptz not null default now(),
         updated_at timestamptz not null default now(),
         last_event_at timestamptz
-      );
+      ) with (fillfactor = 70);
       create index conversations_owner_newest_idx on conversations (owner_id, created_at desc, id desc);
 
       -- seq is dense per conversation (1, 2, 3, ...) and equals conversations.event_count at the top
