@@ -104,11 +104,13 @@ async function loadServer(url: string, sessionKey: string, batch: number, second
   return result;
 }
 
-/** The same rows, inserted by a plain multi-row INSERT with the same concurrency: the ceiling. */
-async function rawInsertRate(url: string, ownerId: string, batch: number, seconds: number): Promise<number> {
-  const pool = new pg.Pool({ connectionString: url, max: Math.min(CONNECTIONS, 10) });
+/**
+ * The same rows, inserted by a plain multi-row INSERT from as many connections as the server's pool
+ * has (so both get the same commit concurrency): the ceiling.
+ */
+async function rawInsertRate(url: string, workers: number, ownerId: string, batch: number, seconds: number): Promise<number> {
+  const pool = new pg.Pool({ connectionString: url, max: workers });
   const template = JSON.parse(batchBody(batch)) as Record<string, unknown>[];
-  const workers = Math.min(CONNECTIONS, 10);
   let events = 0;
   const deadline = Date.now() + seconds * 1000;
   await Promise.all(
@@ -163,7 +165,7 @@ async function main(): Promise<void> {
     for (const batch of BATCH_SIZES) {
       await loadServer(url, sessionKey, batch, 2); // warm-up: JIT, pools, caches
       const result = await loadServer(url, sessionKey, batch, SECONDS);
-      const ceiling = await rawInsertRate(database.url, ownerId, batch, SECONDS);
+      const ceiling = await rawInsertRate(database.url, config.database.poolSize, ownerId, batch, SECONDS);
       rows.push({
         batch,
         requestsPerSecond: result.requests.average,
@@ -183,7 +185,10 @@ async function main(): Promise<void> {
   }
 
   const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-  console.log(`\n${CONNECTIONS} connections, ${SECONDS} s per run, ${CONVERSATIONS} conversations, ~1 KB ActionEvents\n`);
+  console.log(
+    `\n${CONNECTIONS} HTTP connections, ${config.database.poolSize} database connections, ${SECONDS} s per run, ` +
+      `${CONVERSATIONS} conversations, ~1 KB ActionEvents\n`,
+  );
   console.log('| batch | requests/s | events/s | p50 ms | p99 ms | non-2xx | raw INSERT events/s | ratio |');
   console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {

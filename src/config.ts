@@ -1,9 +1,13 @@
 import path from 'node:path';
 
 /** Where the database comes from: a URL the operator gives us, or a PostgreSQL we run ourselves. */
-export type DatabaseConfig =
+export type DatabaseConfig = (
   | { readonly kind: 'url'; readonly url: string }
-  | { readonly kind: 'embedded'; readonly dataDir: string; readonly port: number };
+  | { readonly kind: 'embedded'; readonly dataDir: string; readonly port: number }
+) & {
+  /** Connections in the pool: concurrent webhook transactions, each waiting on its commit's flush. */
+  readonly poolSize: number;
+};
 
 export interface Config {
   readonly port: number;
@@ -53,9 +57,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
+  const poolSize = integer(env, 'DB_POOL_SIZE', 20, 1, 500);
   const database: DatabaseConfig = databaseUrl
-    ? { kind: 'url', url: databaseUrl }
-    : { kind: 'embedded', dataDir, port: integer(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535) };
+    ? { kind: 'url', url: databaseUrl, poolSize }
+    : { kind: 'embedded', dataDir, port: integer(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535), poolSize };
 
   return Object.freeze({
     port: integer(env, 'PORT', 3000, 0, 65535),

@@ -29,13 +29,13 @@ export interface Database {
 }
 
 /** The MikroORM options for a database URL; shared by the server, the CLI and the tests. */
-export function ormOptions(clientUrl: string, log?: Logger): Options {
+export function ormOptions(clientUrl: string, log?: Logger, poolSize = 10): Options {
   return {
     clientUrl,
     entities: [UserSchema, CredentialSchema, VerifiedModelSchema, ConversationSchema, ConversationEventSchema],
     extensions: [Migrator],
     migrations: { migrationsList: MIGRATIONS, transactional: true, allOrNothing: true, snapshot: false },
-    pool: { min: 0, max: 10 },
+    pool: { min: 0, max: poolSize },
     // knex would otherwise put bound values (credential hashes, event payloads) into error messages.
     driverOptions: { compileSqlOnError: false },
     // Missing tables or columns should fail the migration test, not be papered over at start-up.
@@ -70,7 +70,7 @@ export async function openDatabase(config: DatabaseConfig, log: Logger): Promise
   }
   let orm: MikroORM;
   try {
-    orm = await MikroORM.init(ormOptions(url, log));
+    orm = await MikroORM.init(ormOptions(url, log, config.poolSize));
     await migrate(orm);
   } catch (error) {
     await embedded?.stop();
