@@ -85,15 +85,15 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
   api.register({
     ...operationHandlers,
-    async postSecurityHandler(c: OperationContext, ctx: KoaContext) {
+    async postSecurityHandler(c: OperationContext, ctx: KoaContext, request: OpenApiRequest) {
       // The body is read once the route is known (an unknown path is a 404, not a 415) and the
       // caller is authenticated: nobody gets us to read and parse megabytes without a credential.
       if (!c.operation.requestBody) return;
       const needsCredential = (c.operation.security ?? []).length > 0;
       if (needsCredential && !c.security?.authorized) return;
-      const body = await readJsonBody(ctx, config.bodyLimitBytes);
-      (ctx.state as { openApiRequest?: OpenApiRequest }).openApiRequest!.body = body;
-      c.request.requestBody = body;
+      // Both copies: openapi-backend validates `request`, handlers read `c.request`.
+      request.body = await readJsonBody(ctx, config.bodyLimitBytes);
+      c.request.requestBody = request.body;
     },
     notFound(_c: OperationContext, ctx: KoaContext) {
       throw new HttpError(404, `No route for ${ctx.method} ${ctx.path}`);
@@ -157,18 +157,14 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   });
 
   app.use(async (ctx) => {
-    // Forked on first use: the webhook's hot path runs one statement and needs no unit of work.
-    let em: RequestState['em'] | undefined;
-    Object.defineProperty(ctx.state, 'em', { get: () => (em ??= orm.em.fork()) });
-    ctx.state.log = logger;
     const request: OpenApiRequest = {
       method: ctx.method,
       path: ctx.path,
       query: ctx.querystring,
       headers: ctx.headers as OpenApiRequest['headers'],
     };
-    (ctx.state as { openApiRequest?: OpenApiRequest }).openApiRequest = request;
-    await api.handleRequest(request, ctx);
+    // The request goes along as a handler argument too: the body reader fills in its body.
+    await api.handleRequest(request, ctx, request);
   });
 
   return app;

@@ -5,6 +5,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { expect } from 'chai';
+import { isAlive } from '../src/db/embedded-postgres.ts';
 import { testDatabase } from './helpers/hooks.ts';
 import { minimalEvent } from './fixtures/events.ts';
 
@@ -24,15 +25,6 @@ function freePort(): Promise<number> {
       probe.close(() => resolve(port));
     });
   });
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {

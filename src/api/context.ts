@@ -1,16 +1,13 @@
 import type { ParameterizedContext } from 'koa';
 import type { Context as OperationContext } from 'openapi-backend';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Principal } from '../identity/authenticator.ts';
-import type { Logger } from '../logger.ts';
 import { UnauthenticatedError } from '../errors.ts';
 
-/** Per-request state every handler can rely on. */
-export interface RequestState {
-  /** This request's own EntityManager (a fork of the root one). */
-  em: EntityManager;
-  log: Logger;
-}
+/**
+ * Nothing per request lives in Koa's state: each service call is its own unit of work and forks
+ * its own EntityManager, and the caller comes from the operation's security results.
+ */
+export type RequestState = Record<string, never>;
 
 export type KoaContext = ParameterizedContext<RequestState>;
 

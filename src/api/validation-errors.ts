@@ -266,9 +266,16 @@ function resolveUnions(errors: ErrorObject[], root: object): ErrorObject[] {
     // The branch errors came just before the union's own error, all under its instance path.
     while (resolved.length && isWithin(resolved[resolved.length - 1]!.instancePath, error.instancePath)) resolved.pop();
     const unionPointer = error.schemaPath.slice(error.schemaPath.indexOf('#') + 1);
-    const branches = (error.schema as object[]).map((_, i) =>
-      branchErrors(root, `${unionPointer}/${i}`, error.data, error.instancePath),
-    );
+    let branches: ErrorObject[][];
+    try {
+      branches = (error.schema as object[]).map((_, i) =>
+        branchErrors(root, `${unionPointer}/${i}`, error.data, error.instancePath),
+      );
+    } catch {
+      // A union we cannot re-validate on its own still gets a precise location, if a vaguer message.
+      resolved.push(error);
+      continue;
+    }
     if (branches.some((b) => b.length === 0)) {
       resolved.push(error); // oneOf matched more than one branch
       continue;

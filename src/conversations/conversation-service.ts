@@ -7,6 +7,7 @@ import type { Logger } from '../logger.ts';
 import { canonicalUuid, UUID_PATTERN } from '../uuid.ts';
 import { Conversation, ConversationEvent } from './entities.ts';
 import { executionStatusAfter } from './execution-status.ts';
+import { toConversationView, toStoredEventView } from './mapper.ts';
 
 export type Event = components['schemas']['Event'];
 export type EventKind = components['schemas']['EventKind'];
@@ -18,17 +19,6 @@ interface IncomingRow {
   payload: Event;
   status: string | null;
   ord: number;
-}
-
-function toConversationView(conversation: Conversation): components['schemas']['Conversation'] {
-  return {
-    id: conversation.id,
-    execution_status: conversation.executionStatus as components['schemas']['Conversation']['execution_status'],
-    event_count: conversation.eventCount,
-    created_at: conversation.createdAt.toISOString(),
-    updated_at: conversation.updatedAt.toISOString(),
-    last_event_at: conversation.lastEventAt?.toISOString() ?? null,
-  };
 }
 
 function encodeCursor(conversation: Conversation): string {
@@ -115,11 +105,7 @@ export class ConversationService {
       { orderBy: { seq: 'asc' }, limit: page.limit + 1 },
     );
     const more = events.length > page.limit;
-    const items = events.slice(0, page.limit).map((event) => ({
-      seq: event.seq,
-      received_at: event.receivedAt.toISOString(),
-      event: event.payload as Event,
-    }));
+    const items = events.slice(0, page.limit).map(toStoredEventView);
     return { items, next_after_seq: more ? items[items.length - 1]!.seq : null };
   }
 

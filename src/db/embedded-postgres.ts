@@ -27,7 +27,8 @@ interface Credentials {
   password: string;
 }
 
-function isAlive(pid: number): boolean {
+/** True while a process with this pid exists (ours or another user's). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
