@@ -36,8 +36,9 @@ export interface paths {
          *     - **Order.** Each newly stored event gets a per-conversation sequence number (`seq`,
          *       starting at 1) in arrival order, and in array order within a batch. Redelivered
          *       duplicates do not get a new number.
-         *     - **StreamingDeltaEvent** is validated but never persisted and gets no `seq`; it is only
-         *       passed to live subscribers.
+         *     - **StreamingDeltaEvent** is validated but never persisted and gets no `seq`. It is meant
+         *       for live subscribers only; this service has no live subscription yet, so a delta is
+         *       acknowledged and dropped.
          *     - **Execution status.** The conversation's `execution_status` changes as events are
          *       stored: `InterruptEvent` and `PauseEvent` → `paused`; `ConversationErrorEvent` →
          *       `error`; `ConversationStateUpdateEvent` with `key = execution_status` → its `value`;
@@ -1015,8 +1016,8 @@ export interface components {
         };
         /**
          * @description A transient streaming delta of an LLM response. Validated but never persisted (no `seq`,
-         *     never listed); only passed to live subscribers. A reconnecting client gets the final
-         *     MessageEvent from history but no deltas.
+         *     never listed); it is meant for live subscribers, which this service does not offer yet. A
+         *     reconnecting client gets the final MessageEvent from history but no deltas.
          */
         StreamingDeltaEvent: {
             /**
