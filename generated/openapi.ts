@@ -846,6 +846,15 @@ export interface components {
             thinking_blocks?: (components["schemas"]["ThinkingBlock"] | components["schemas"]["RedactedThinkingBlock"])[];
             /** @description Reasoning item from model output, or null. */
             responses_reasoning_item?: components["schemas"]["ReasoningItemModel"] | null;
+            /**
+             * @description Not listed by interface.md: OpenRouter reasoning blocks, which current OpenHands
+             *     agent-servers include in every ActionEvent they send (`null` when there are none).
+             *     Accepted so that the real client's batches are not rejected; stored opaquely and never
+             *     logged (they may carry encrypted reasoning).
+             */
+            reasoning_details?: {
+                [key: string]: unknown;
+            }[] | null;
             /** @description The single tool call from the LLM; null when it is not executable. */
             action?: components["schemas"]["Action"] | null;
             /** @description Name of the tool called. */

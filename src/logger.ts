@@ -15,6 +15,7 @@ const REDACTED_PATHS = [
   'token',
   '*.encrypted_content',
   '*.*.encrypted_content',
+  '*.reasoning_details',
   'webhook_secret',
   'svc_acc_api_key',
 ];

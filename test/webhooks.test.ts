@@ -77,6 +77,14 @@ describe('POST /api/v1/webhooks/events/{conversation_id}', () => {
     expect(events[5]).to.include({ source: 'agent', security_risk: 'UNKNOWN' });
   });
 
+  it("accepts the reasoning_details that current agent-servers put on every ActionEvent", async () => {
+    const conversationId = randomUUID();
+    const withBlocks = minimalEvent('ActionEvent', { reasoning_details: [{ type: 'reasoning.encrypted', data: 'opaque' }] });
+    await post(conversationId, [minimalEvent('ActionEvent'), withBlocks]).expect(200);
+    const { items } = await readEvents(conversationId);
+    expect(items.map((i) => i.event.reasoning_details)).to.deep.equal([null, [{ type: 'reasoning.encrypted', data: 'opaque' }]]);
+  });
+
   it('gives an event without an id a server-assigned UUID', async () => {
     const conversationId = randomUUID();
     const { id: _dropped, ...withoutId } = minimalEvent('PauseEvent');

@@ -23,7 +23,7 @@ const LOCATION_NAMES: Record<string, string> = {
 };
 
 /** Properties whose values are secrets and must not be echoed back in `input`. */
-const SECRET_PROPERTIES = new Set(['webhook_secret', 'svc_acc_api_key', 'encrypted_content']);
+const SECRET_PROPERTIES = new Set(['webhook_secret', 'svc_acc_api_key', 'encrypted_content', 'reasoning_details']);
 
 function decodePointer(pointer: string): string[] {
   if (pointer === '') return [];
