@@ -30,6 +30,10 @@ export interface paths {
          *     - **Idempotency.** `(conversation_id, id)` is unique. A redelivered event (same `id`) is
          *       acknowledged and stored once; the first write wins, stored events are immutable. An
          *       event without `id` gets a server-generated UUID.
+         *     - **Stored as sent.** Each event is stored as received, with the schema defaults of its
+         *       kind filled in (for example `source`, `security_risk`, `is_error`). Inside a union of
+         *       sub-objects (content items, thinking blocks, a sub-object or null) an absent field with
+         *       a default stays absent, because which branch it belongs to is decided by the data.
          *     - **All-or-nothing.** The batch is validated as a whole and written in one transaction:
          *       any invalid event rejects the whole batch with 422 and nothing is stored. A 200 means
          *       every persisted event of the batch is durable.
