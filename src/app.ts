@@ -145,7 +145,8 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   // Error rendering comes first, so that it also catches what the body reader throws.
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
-    const requestId = REQUEST_ID_PATTERN.test(ctx.get('x-request-id')) ? ctx.get('x-request-id') : randomUUID();
+    const offeredId = ctx.get('x-request-id');
+    const requestId = REQUEST_ID_PATTERN.test(offeredId) ? offeredId : randomUUID();
     ctx.set('X-Request-Id', requestId);
     try {
       await next();

@@ -3,9 +3,12 @@ import { pino, type Logger } from 'pino';
 export type { Logger };
 
 /**
- * Paths that never reach a log line: credentials in headers and CLI output, the encrypted
- * reasoning of an LLM response, and the secrets of a workspace registration.
+ * Payload fields whose values are secret wherever they appear: the encrypted reasoning of an LLM
+ * response and the secrets of a workspace registration. Neither logs nor 422 bodies repeat them.
  */
+export const SECRET_FIELDS = ['encrypted_content', 'reasoning_details', 'webhook_secret', 'svc_acc_api_key'];
+
+/** Paths that never reach a log line: credentials in headers and CLI output, and the secret fields. */
 const REDACTED_PATHS = [
   'req.headers["x-access-token"]',
   'req.headers["x-session-api-key"]',
@@ -13,11 +16,7 @@ const REDACTED_PATHS = [
   'access_token',
   'session_api_key',
   'token',
-  '*.encrypted_content',
-  '*.*.encrypted_content',
-  '*.reasoning_details',
-  'webhook_secret',
-  'svc_acc_api_key',
+  ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
 ];
 
 /** Creates the process logger; tests pass a destination to read what was logged. */

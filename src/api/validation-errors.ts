@@ -1,4 +1,5 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import { SECRET_FIELDS } from '../logger.ts';
 import { createAjv } from './ajv.ts';
 import type { components } from '../../generated/openapi.ts';
 
@@ -23,7 +24,7 @@ const LOCATION_NAMES: Record<string, string> = {
 };
 
 /** Properties whose values are secrets and must not be echoed back in `input`. */
-const SECRET_PROPERTIES = new Set(['webhook_secret', 'svc_acc_api_key', 'encrypted_content', 'reasoning_details']);
+const SECRET_PROPERTIES: ReadonlySet<string> = new Set(SECRET_FIELDS);
 
 function decodePointer(pointer: string): string[] {
   if (pointer === '') return [];
