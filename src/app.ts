@@ -10,13 +10,13 @@ import { createOpenApiBackend } from './api/openapi.ts';
 import { HttpError } from './api/http-errors.ts';
 import { readJsonBody } from './api/json-body.ts';
 import { RequestValidationError, toValidationErrors } from './api/validation-errors.ts';
-import type { KoaContext, OperationHandlers, RequestState } from './api/context.ts';
+import { principalOf, type KoaContext, type OperationHandlers, type RequestState } from './api/context.ts';
 import { healthHandlers } from './api/handlers/health.ts';
 import { conversationHandlers } from './api/handlers/conversations.ts';
 import { superAdminHandlers } from './api/handlers/super-admins.ts';
 import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
 import { webhookHandlers } from './api/handlers/webhooks.ts';
-import { Authenticator } from './identity/authenticator.ts';
+import { Authenticator, requirePermission, type Permission } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
@@ -86,11 +86,15 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   api.register({
     ...operationHandlers,
     async postSecurityHandler(c: OperationContext, ctx: KoaContext, request: OpenApiRequest) {
-      // The body is read once the route is known (an unknown path is a 404, not a 415) and the
-      // caller is authenticated: nobody gets us to read and parse megabytes without a credential.
-      if (!c.operation.requestBody) return;
       const needsCredential = (c.operation.security ?? []).length > 0;
       if (needsCredential && !c.security?.authorized) return;
+      // The permission an operation declares in the spec (`x-permission`) is checked here, once.
+      const permission = (c.operation as { 'x-permission'?: Permission })['x-permission'];
+      if (permission) requirePermission(principalOf(c), permission);
+      // The body is read once the route is known (an unknown path is a 404, not a 415) and the
+      // caller is authenticated and permitted: nobody gets us to read and parse megabytes without
+      // the right to call the operation.
+      if (!c.operation.requestBody) return;
       // Both copies: openapi-backend validates `request`, handlers read `c.request`.
       request.body = await readJsonBody(ctx, config.bodyLimitBytes);
       c.request.requestBody = request.body;

@@ -1,104 +1,27 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { expect } from 'chai';
 import { isAlive } from '../src/db/embedded-postgres.ts';
-import { testDatabase } from './helpers/hooks.ts';
 import { minimalEvent } from './fixtures/events.ts';
+import {
+  createDataDir,
+  describeRun,
+  freePort,
+  killAllProcesses,
+  postmasterPid,
+  ROOT,
+  serverEnvironment,
+  spawnNode,
+  startServerProcess,
+  stopLeftoverPostgres,
+  stopWith,
+  useEmbedded,
+  type ServerProcess,
+} from './helpers/server-process.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 const READY_WITHIN_MS = 30_000;
-
-/** With DATABASE_URL set the servers share the test database; otherwise each runs its embedded PostgreSQL. */
-const useEmbedded = !process.env.DATABASE_URL;
-
-/** A port nothing listens on right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return true;
-}
-
-/** The pid in the first line of the cluster's `postmaster.pid`, if the file exists. */
-function postmasterPid(dataDir: string): number | undefined {
-  try {
-    const pid = Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Stops a PostgreSQL left running under `dataDir`: fast shutdown first, harder signals if it lingers. */
-async function stopLeftoverPostgres(dataDir: string): Promise<void> {
-  const pid = postmasterPid(dataDir);
-  if (!pid || !isAlive(pid)) return;
-  for (const signal of ['SIGINT', 'SIGQUIT', 'SIGKILL'] as const) {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      return;
-    }
-    if (await waitFor(() => !isAlive(pid), 10_000)) return;
-  }
-}
-
-interface RunningProcess {
-  child: ChildProcess;
-  stdout: string;
-  stderr: string;
-  /** Resolves with the exit code (or the signal that ended the process). */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const children = new Set<ChildProcess>();
-
-/** Spawns `node --import tsx <script> ...args` in the project root, collecting its output. */
-function spawnNode(script: string, args: string[], env: NodeJS.ProcessEnv): RunningProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env });
-  children.add(child);
-  const run: RunningProcess = {
-    child,
-    stdout: '',
-    stderr: '',
-    exited: new Promise((resolve) => {
-      child.once('exit', (code, signal) => {
-        children.delete(child);
-        resolve({ code, signal });
-      });
-    }),
-  };
-  child.stdout!.on('data', (chunk: Buffer) => (run.stdout += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (run.stderr += chunk.toString()));
-  return run;
-}
-
-/** What a failing assertion should show about a process. */
-const describeRun = (run: RunningProcess) => `stdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`;
-
-interface Server extends RunningProcess {
-  port: number;
-  baseUrl: string;
-  /** From spawning the process to the first 200 from /readyz. */
-  startupMs: number;
-}
 
 describe('server process', function () {
   this.timeout(120_000);
@@ -108,22 +31,12 @@ describe('server process', function () {
   let embeddedPgPort: number;
 
   before(async function () {
-    dataDir = path.join(ROOT, '.data', `lifecycle-${randomBytes(6).toString('hex')}`);
-    // Not mkdtemp (mode 0700): the embedded PostgreSQL runs as the "postgres" user when we are root
-    // and must be able to traverse this directory.
-    fs.mkdirSync(dataDir, { recursive: true });
-    fs.chmodSync(dataDir, 0o755);
+    dataDir = createDataDir('lifecycle');
     embeddedPgPort = await freePort();
   });
 
   afterEach(async () => {
-    await Promise.all(
-      [...children].map(async (child) => {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-        await exited;
-      }),
-    );
+    await killAllProcesses();
     if (useEmbedded) await stopLeftoverPostgres(dataDir);
   });
 
@@ -133,41 +46,9 @@ describe('server process', function () {
   });
 
   /** The environment of the server and the CLI: embedded PostgreSQL under `dataDir`, or DATABASE_URL. */
-  function environment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', ...extra };
-    if (useEmbedded) {
-      delete env.DATABASE_URL;
-      env.DATA_DIR = dataDir;
-      env.EMBEDDED_PG_PORT = String(embeddedPgPort);
-    } else {
-      env.DATABASE_URL = testDatabase().url;
-    }
-    return env;
-  }
+  const environment = (extra: NodeJS.ProcessEnv = {}) => serverEnvironment({ dataDir, embeddedPgPort }, extra);
 
-  /** Starts `src/main.ts` on a free port and waits until /readyz answers 200, measuring how long that took. */
-  async function startServer(): Promise<Server> {
-    const port = await freePort();
-    const started = Date.now();
-    const run = spawnNode('src/main.ts', [], environment({ PORT: String(port) }));
-    const server: Server = Object.assign(run, { port, baseUrl: `http://127.0.0.1:${port}`, startupMs: 0 });
-    let exitedEarly: { code: number | null } | undefined;
-    void run.exited.then((result) => (exitedEarly = result));
-    while (Date.now() - started < READY_WITHIN_MS) {
-      if (exitedEarly) throw new Error(`the server exited with code ${exitedEarly.code} before it was ready\n${describeRun(run)}`);
-      try {
-        const response = await fetch(`${server.baseUrl}/readyz`);
-        if (response.status === 200) {
-          server.startupMs = Date.now() - started;
-          return server;
-        }
-      } catch {
-        // not listening yet
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`/readyz did not answer 200 within ${READY_WITHIN_MS} ms\n${describeRun(run)}`);
-  }
+  const startServer = (): Promise<ServerProcess> => startServerProcess(environment(), { readyWithinMs: READY_WITHIN_MS });
 
   /** Runs the admin CLI against the same database as the server; returns its JSON result. */
   async function admin(...args: string[]): Promise<Record<string, unknown>> {
@@ -183,11 +64,6 @@ describe('server process', function () {
     const user = await admin('create-user', '--email', email);
     const key = await admin('create-session-key', '--email', email);
     return { email, accessToken: user.access_token as string, sessionApiKey: key.session_api_key as string };
-  }
-
-  async function stopWith(server: RunningProcess, signal: NodeJS.Signals) {
-    server.child.kill(signal);
-    return server.exited;
   }
 
   it('starts and serves /readyz 200 within 30 s', async () => {

@@ -1,21 +1,18 @@
 import type { operations } from '../../../generated/openapi.ts';
-import { requirePermission } from '../../identity/authenticator.ts';
 import type { NewVerifiedModel, VerifiedModelService } from '../../verified-models/verified-model-service.ts';
-import { principalOf, respond, type OperationHandlers } from '../context.ts';
+import { respond, type OperationHandlers } from '../context.ts';
 
 type ListQuery = NonNullable<operations['listVerifiedModels']['parameters']['query']>;
 type ModelPath = operations['updateVerifiedModel']['parameters']['path'];
 type UpdateBody = operations['updateVerifiedModel']['requestBody']['content']['application/json'];
 
-/** Handlers of the `verified-models` tag; every operation is for super admins only. */
+/** Handlers of the `verified-models` tag; the spec restricts every operation to MANAGE_VERIFIED_MODELS. */
 export function verifiedModelHandlers(service: VerifiedModelService): OperationHandlers {
   return {
     async createVerifiedModel(operation, ctx) {
-      requirePermission(principalOf(operation), 'MANAGE_VERIFIED_MODELS');
       respond(ctx, 201, await service.create(operation.request.requestBody as NewVerifiedModel));
     },
     async listVerifiedModels(operation, ctx) {
-      requirePermission(principalOf(operation), 'MANAGE_VERIFIED_MODELS');
       const query = operation.request.query as ListQuery;
       const page = await service.list({
         provider: query.provider,
@@ -26,13 +23,11 @@ export function verifiedModelHandlers(service: VerifiedModelService): OperationH
       respond(ctx, 200, page);
     },
     async updateVerifiedModel(operation, ctx) {
-      requirePermission(principalOf(operation), 'MANAGE_VERIFIED_MODELS');
       const { model_id } = operation.request.params as ModelPath;
       const { is_enabled } = operation.request.requestBody as UpdateBody;
       respond(ctx, 200, await service.setEnabled(model_id, is_enabled));
     },
     async deleteVerifiedModel(operation, ctx) {
-      requirePermission(principalOf(operation), 'MANAGE_VERIFIED_MODELS');
       const { model_id } = operation.request.params as ModelPath;
       await service.delete(model_id);
       ctx.status = 204;
