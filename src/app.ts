@@ -95,8 +95,10 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
       // caller is authenticated and permitted: nobody gets us to read and parse megabytes without
       // the right to call the operation.
       if (!c.operation.requestBody) return;
+      const body = await readJsonBody(ctx, config.bodyLimitBytes);
+      ctx.state.rawBody = body?.raw;
       // Both copies: openapi-backend validates `request`, handlers read `c.request`.
-      request.body = await readJsonBody(ctx, config.bodyLimitBytes);
+      request.body = body?.value;
       c.request.requestBody = request.body;
     },
     notFound(_c: OperationContext, ctx: KoaContext) {

@@ -117,6 +117,22 @@ describe('422 HTTPValidationError (FastAPI shape)', () => {
     expect(error!.loc[0]).to.equal('body');
   });
 
+  it('reports a body that is not valid UTF-8 as json_invalid instead of replacing the bad bytes', async () => {
+    // 0xC3 0x28 is not a UTF-8 sequence; a lenient decoder would store U+FFFD in its place.
+    const body = Buffer.concat([Buffer.from('[{"kind": "PauseEvent", "id": "'), Buffer.from([0xc3, 0x28]), Buffer.from('"}]')]);
+    const response = await client.request
+      .post(`/api/v1/webhooks/events/${randomUUID()}`)
+      .set('X-Session-API-Key', user.sessionApiKey)
+      .set('Content-Type', 'application/json')
+      // superagent would JSON-encode a Buffer; the bytes must go out as they are.
+      .serialize(((bytes: Buffer) => bytes) as unknown as (body: unknown) => string)
+      .send(body)
+      .expect(422);
+    const [error] = response.body.detail as Detail;
+    expect(error).to.deep.include({ loc: ['body', 0], msg: 'JSON decode error', type: 'json_invalid' });
+    expect(error!.ctx).to.deep.equal({ error: 'Invalid UTF-8 in the request body' });
+  });
+
   it('caps the error list of a huge bad batch at MAX_VALIDATION_ERRORS', async () => {
     const batch = Array.from({ length: 1000 }, () => ({ kind: 'PauseEvent', bogus: 1 }));
     const detail = await postEvents(batch);

@@ -4,10 +4,13 @@ import type { Principal } from '../identity/authenticator.ts';
 import { UnauthenticatedError } from '../errors.ts';
 
 /**
- * Nothing per request lives in Koa's state: each service call is its own unit of work and forks
- * its own EntityManager, and the caller comes from the operation's security results.
+ * Koa's per-request state holds only the exact bytes of a JSON body, for operations that verify a
+ * signature over them. Nothing else lives there: each service call is its own unit of work and
+ * forks its own EntityManager, and the caller comes from the operation's security results.
  */
-export type RequestState = Record<string, never>;
+export interface RequestState {
+  rawBody?: Buffer;
+}
 
 export type KoaContext = ParameterizedContext<RequestState>;
 
@@ -30,4 +33,9 @@ export function principalOf(operation: OperationContext): Principal {
 export function respond<T>(ctx: KoaContext, status: number, body: T): void {
   ctx.status = status;
   ctx.body = body;
+}
+
+/** The request body exactly as received (for signature verification); empty when there was none. */
+export function rawBodyOf(ctx: KoaContext): Buffer {
+  return ctx.state.rawBody ?? Buffer.alloc(0);
 }

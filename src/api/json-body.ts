@@ -15,12 +15,21 @@ function errorPosition(message: string): number | undefined {
   return match ? Number(match[1]) : undefined;
 }
 
+/** Decodes strictly: invalid UTF-8 is refused, not silently replaced by U+FFFD. */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/** A request body as received (the exact bytes, for signature checks) and as parsed. */
+export interface JsonBody {
+  raw: Buffer;
+  value: unknown;
+}
+
 /**
  * Reads and parses a JSON request body: 415 for another media type, 413 past `limitBytes`,
- * 422 `json_invalid` for malformed JSON. An absent body is `undefined` (the schema decides whether
- * that is allowed).
+ * 422 `json_invalid` for invalid UTF-8 or malformed JSON. An absent body is `undefined` (the schema
+ * decides whether that is allowed).
  */
-export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
+export async function readJsonBody(ctx: Context, limitBytes: number): Promise<JsonBody | undefined> {
   const length = ctx.request.length;
   const chunked = ctx.get('transfer-encoding') !== '';
   if (!chunked && !length) return undefined;
@@ -30,17 +39,22 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   if (length !== undefined && length > limitBytes) {
     throw new HttpError(413, `Request body exceeds the limit of ${limitBytes} bytes`);
   }
-  let text: string;
+  let raw: Buffer;
   try {
-    text = await getRawBody(ctx.req, { length, limit: limitBytes, encoding: 'utf8' });
+    raw = await getRawBody(ctx.req, { length, limit: limitBytes });
   } catch (error) {
     const { type, status } = error as { type?: string; status?: number };
     if (type === 'entity.too.large') throw new HttpError(413, `Request body exceeds the limit of ${limitBytes} bytes`);
-    if (type === 'encoding.unsupported') throw new HttpError(415, 'Only UTF-8 JSON bodies are accepted');
     throw new HttpError(status ?? 400, 'The request body could not be read');
   }
+  let text: string;
   try {
-    return JSON.parse(text);
+    text = utf8.decode(raw);
+  } catch {
+    throw new RequestValidationError([jsonInvalid('Invalid UTF-8 in the request body', undefined)]);
+  }
+  try {
+    return { raw, value: JSON.parse(text) };
   } catch (error) {
     const message = (error as Error).message;
     throw new RequestValidationError([jsonInvalid(message, errorPosition(message))]);
