@@ -34,6 +34,15 @@ export interface paths {
          *       kind filled in (for example `source`, `security_risk`, `is_error`). Inside a union of
          *       sub-objects (content items, thinking blocks, a sub-object or null) an absent field with
          *       a default stays absent, because which branch it belongs to is decided by the data.
+         *     - **Lossless.** Agent output is arbitrary, and reading an event back
+         *       (`listConversationEvents`) gives exactly what was sent: strings holding `\u0000` or a
+         *       lone surrogate (`\ud800`, as Python's `surrogateescape` makes) are stored and returned
+         *       as those JSON escapes; numbers keep every digit of their literal, however large or
+         *       precise (`12345678901234567890123`, `1e400`). Events are kept as JSON text (PostgreSQL
+         *       `json`, not `jsonb`, which refuses `\u0000` and lone surrogates and normalises numbers);
+         *       the order of an object's keys is not significant and may change. The body must be valid
+         *       UTF-8 (a lone surrogate travels as its `\u` escape) and nest at most 1000 levels deep,
+         *       the depth Python's `json` module can write; otherwise 422 `json_invalid`.
          *     - **All-or-nothing.** The batch is validated as a whole and written in one transaction:
          *       any invalid event rejects the whole batch with 422 and nothing is stored. A 200 means
          *       every persisted event of the batch is durable.
@@ -536,6 +545,12 @@ export interface components {
          *     - `kind`: the event name (discriminator).
          */
         Event: components["schemas"]["ServerErrorEvent"] | components["schemas"]["ACPToolCallEvent"] | components["schemas"]["Condensation"] | components["schemas"]["CondensationRequest"] | components["schemas"]["CondensationSummaryEvent"] | components["schemas"]["ConversationErrorEvent"] | components["schemas"]["ConversationStateUpdateEvent"] | components["schemas"]["HookExecutionEvent"] | components["schemas"]["LLMCompletionLogEvent"] | components["schemas"]["ActionEvent"] | components["schemas"]["MessageEvent"] | components["schemas"]["AgentErrorEvent"] | components["schemas"]["ObservationEvent"] | components["schemas"]["UserRejectObservation"] | components["schemas"]["SystemPromptEvent"] | components["schemas"]["StreamingDeltaEvent"] | components["schemas"]["TokenEvent"] | components["schemas"]["InterruptEvent"] | components["schemas"]["PauseEvent"];
+        /**
+         * @description Unique event id (ULID or UUID), unique per conversation; see `Event`. Unlike the payload,
+         *     the id is a key: at most 255 characters, without `\u0000` or a lone surrogate (paired surrogates,
+         *     that is any Unicode character, are fine); anything else is a 422 on the id.
+         */
+        EventId: string;
         /** @description A server-level failure (e.g. tool-server connection or socket problems). `source` is required. */
         ServerErrorEvent: {
             /**
@@ -543,8 +558,7 @@ export interface components {
              * @enum {string}
              */
             kind: "ServerErrorEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             source: components["schemas"]["EventSource"];
@@ -562,8 +576,7 @@ export interface components {
              * @enum {string}
              */
             kind: "ACPToolCallEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -604,8 +617,7 @@ export interface components {
              * @enum {string}
              */
             kind: "Condensation";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -632,8 +644,7 @@ export interface components {
              * @enum {string}
              */
             kind: "CondensationRequest";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -652,8 +663,7 @@ export interface components {
              * @enum {string}
              */
             kind: "CondensationSummaryEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -678,8 +688,7 @@ export interface components {
              * @enum {string}
              */
             kind: "ConversationErrorEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             source: components["schemas"]["EventSource"];
@@ -701,8 +710,7 @@ export interface components {
              * @enum {string}
              */
             kind: "ConversationStateUpdateEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -731,8 +739,7 @@ export interface components {
              * @enum {string}
              */
             kind: "HookExecutionEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -796,8 +803,7 @@ export interface components {
              * @enum {string}
              */
             kind: "LLMCompletionLogEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -830,8 +836,7 @@ export interface components {
              * @enum {string}
              */
             kind: "ActionEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -885,8 +890,7 @@ export interface components {
              * @enum {string}
              */
             kind: "MessageEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             source: components["schemas"]["EventSource"];
@@ -914,8 +918,7 @@ export interface components {
              * @enum {string}
              */
             kind: "AgentErrorEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -940,8 +943,7 @@ export interface components {
              * @enum {string}
              */
             kind: "ObservationEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -972,8 +974,7 @@ export interface components {
              * @enum {string}
              */
             kind: "UserRejectObservation";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -1009,8 +1010,7 @@ export interface components {
              * @enum {string}
              */
             kind: "SystemPromptEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -1038,8 +1038,7 @@ export interface components {
              * @enum {string}
              */
             kind: "StreamingDeltaEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -1062,8 +1061,7 @@ export interface components {
              * @enum {string}
              */
             kind: "TokenEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             source: components["schemas"]["EventSource"];
@@ -1084,8 +1082,7 @@ export interface components {
              * @enum {string}
              */
             kind: "InterruptEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**
@@ -1104,8 +1101,7 @@ export interface components {
              * @enum {string}
              */
             kind: "PauseEvent";
-            /** @description Event id; see `Event`. */
-            id?: string;
+            id?: components["schemas"]["EventId"];
             /** @description Event timestamp; see `Event`. */
             timestamp?: string;
             /**

@@ -25,7 +25,7 @@ async function tablesInPublic(): Promise<string[]> {
 }
 
 async function ingestFunctionExists(): Promise<boolean> {
-  const rows = await query<{ exists: boolean }>("select to_regprocedure('public.ingest_events(uuid, uuid, jsonb)') is not null as exists");
+  const rows = await query<{ exists: boolean }>("select exists (select 1 from pg_proc where proname = 'ingest_events') as exists");
   return rows[0]!.exists;
 }
 
@@ -75,14 +75,14 @@ describe('database migrations', function () {
 
   it('applies only the pending migrations to a partly migrated schema', async () => {
     await dropSchema();
-    const [first, second] = MIGRATIONS;
+    const [first] = MIGRATIONS;
     await testDatabase().orm.getMigrator().up({ to: first!.name });
     expect((await recordedMigrations()).map((row) => row.name)).to.deep.equal([first!.name]);
     expect(await ingestFunctionExists()).to.equal(false);
 
     await migrate(testDatabase().orm);
 
-    expect((await recordedMigrations()).map((row) => row.name)).to.deep.equal([first!.name, second!.name]);
+    expect((await recordedMigrations()).map((row) => row.name)).to.deep.equal(MIGRATIONS.map((migration) => migration.name));
     expect(await ingestFunctionExists()).to.equal(true);
   });
 
@@ -116,7 +116,7 @@ describe('database migrations', function () {
     expect((await recordedMigrations()).map((row) => row.name)).to.deep.equal(MIGRATIONS.map((migration) => migration.name));
     const userId = randomUUID();
     await query('insert into users (id, email) values (?, ?)', [userId, 'owner@example.com']);
-    const rows = await query("select owner_id, stored from ingest_events(?, ?, '[]'::jsonb)", [randomUUID(), userId]);
+    const rows = await query("select owner_id, stored from ingest_events(?, ?, '{}', '{}', '{}', '{}')", [randomUUID(), userId]);
     expect(rows).to.deep.equal([{ owner_id: userId, stored: 0 }]);
   });
 });

@@ -130,6 +130,76 @@ describe('POST /api/v1/webhooks/events/{conversation_id}', () => {
     }
   });
 
+  describe('arbitrary agent output', () => {
+    /** A terminal observation whose output holds `output` (JSON text of a string), and a state update holding `value`. */
+    const batchText = (ids: [string, string], output: string, value: string) =>
+      `[{"kind":"ObservationEvent","id":"${ids[0]}","source":"environment","tool_name":"terminal","tool_call_id":"call_1",` +
+      `"action_id":"a1","observation":{"kind":"TerminalObservation","content":[{"type":"text","text":${output}}],"exit_code":0},"extended_content":[]},` +
+      `{"kind":"ConversationStateUpdateEvent","id":"${ids[1]}","source":"environment","key":"stats","value":${value}}]`;
+
+    const postText = (conversationId: string, text: string) =>
+      client.request
+        .post(webhook(conversationId))
+        .set('X-Session-API-Key', owner.sessionApiKey)
+        .set('Content-Type', 'application/json')
+        .send(text);
+
+    it('stores \\u0000, lone surrogates and numbers a double cannot hold, and reads them back exactly', async () => {
+      const conversationId = randomUUID();
+      const ids: [string, string] = [randomUUID(), randomUUID()];
+      const output = '"binary \\u0000\\u0001 output, \\ud800 lone high, \\udfff lone low, \\ud83d\\ude00 pair"';
+      const value = '{"big":123456789012345678901234567890,"precise":0.1000000000000000055511151231257827,"huge":1e400,"ids":[18446744073709551615]}';
+      const text = batchText(ids, output, value);
+      await postText(conversationId, text).expect(200);
+
+      const response = await client.request
+        .get(`/api/v1/conversations/${conversationId}/events`)
+        .set('X-Access-Token', owner.accessToken)
+        .expect(200);
+      // The literals themselves come back: a JSON parser in the test would round the numbers.
+      for (const literal of ['\\u0000\\u0001', '\\ud800', '\\udfff', '123456789012345678901234567890', '0.1000000000000000055511151231257827', '1e400', '18446744073709551615']) {
+        expect(response.text).to.include(literal);
+      }
+      const stored = (response.body as { items: { event: Record<string, unknown> }[] }).items.map((item) => item.event);
+      const sent = JSON.parse(text) as Record<string, unknown>[];
+      // What was sent, with the defaults of each kind filled in.
+      expect(stored[0]).to.deep.include(sent[0]!);
+      expect(stored[1]).to.deep.equal(sent[1]);
+      expect(((stored[0]!.observation as { content: { text: string }[] }).content[0]!.text)).to.equal(
+        'binary \u0000\u0001 output, \ud800 lone high, \udfff lone low, 😀 pair',
+      );
+    });
+
+    it('acknowledges a redelivery of such a batch and stores it once', async () => {
+      const conversationId = randomUUID();
+      const text = batchText([randomUUID(), randomUUID()], '"\\u0000"', '{"n":123456789012345678901}');
+      await postText(conversationId, text).expect(200);
+      await postText(conversationId, text).expect(200);
+      expect((await readConversation(conversationId)).event_count).to.equal(2);
+    });
+
+    it('refuses a body nested deeper than 1000 levels with a 422 json_invalid, and stores nothing', async () => {
+      const conversationId = randomUUID();
+      const deep = '['.repeat(1001) + ']'.repeat(1001);
+      const response = await postText(conversationId, batchText([randomUUID(), randomUUID()], '"x"', deep)).expect(422);
+      expect(response.body.detail[0]).to.deep.include({ msg: 'JSON decode error', type: 'json_invalid' });
+      expect(response.body.detail[0].ctx.error).to.match(/nested deeper than 1000 levels/);
+      await client.request.get(`/api/v1/conversations/${conversationId}`).set('X-Access-Token', owner.accessToken).expect(404);
+    });
+
+    for (const [label, id] of [
+      ['\\u0000', 'abc\u0000'],
+      ['a lone surrogate', '\ud800abc'],
+      ['over 255 characters', 'x'.repeat(256)],
+    ]) {
+      it(`refuses an event id with ${label} (the id is a key, not payload) with a 422 on the id`, async () => {
+        const response = await post(randomUUID(), [minimalEvent('PauseEvent', { id })]).expect(422);
+        expect(response.body.detail).to.have.length(1);
+        expect(response.body.detail[0].loc).to.deep.equal(['body', 0, 'id']);
+      });
+    }
+  });
+
   it('never stores a StreamingDeltaEvent', async () => {
     const conversationId = randomUUID();
     await post(conversationId, [minimalEvent('StreamingDeltaEvent'), minimalEvent('StreamingDeltaEvent')]).expect(200);

@@ -39,3 +39,10 @@ export function respond<T>(ctx: KoaContext, status: number, body: T): void {
 export function rawBodyOf(ctx: KoaContext): Buffer {
   return ctx.state.rawBody ?? Buffer.alloc(0);
 }
+
+/** A response whose body is already JSON text (stored event payloads go out exactly as stored). */
+export function respondWithJsonText(ctx: KoaContext, status: number, json: string): void {
+  ctx.status = status;
+  ctx.type = 'application/json';
+  ctx.body = json;
+}

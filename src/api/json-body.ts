@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
+import { JsonSyntaxError, parseJson } from '../lossless-json.ts';
 import { HttpError } from './http-errors.ts';
 import { RequestValidationError, jsonInvalid } from './validation-errors.ts';
 
@@ -7,12 +8,6 @@ function isJson(contentType: string | undefined): boolean {
   if (!contentType) return false;
   const type = contentType.split(';')[0]!.trim().toLowerCase();
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
-}
-
-/** Where JSON.parse stopped, as a character offset, when its message says. */
-function errorPosition(message: string): number | undefined {
-  const match = /position (\d+)/.exec(message);
-  return match ? Number(match[1]) : undefined;
 }
 
 /** Decodes strictly: invalid UTF-8 is refused, not silently replaced by U+FFFD. */
@@ -26,7 +21,8 @@ export interface JsonBody {
 
 /**
  * Reads and parses a JSON request body: 415 for another media type, 413 past `limitBytes`,
- * 422 `json_invalid` for invalid UTF-8 or malformed JSON. An absent body is `undefined` (the schema
+ * 422 `json_invalid` for invalid UTF-8, malformed JSON or nesting deeper than `MAX_JSON_DEPTH`.
+ * Numbers a double would round are kept exactly (`src/lossless-json.ts`). An absent body is `undefined` (the schema
  * decides whether that is allowed).
  */
 export async function readJsonBody(ctx: Context, limitBytes: number): Promise<JsonBody | undefined> {
@@ -54,9 +50,9 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<Js
     throw new RequestValidationError([jsonInvalid('Invalid UTF-8 in the request body', undefined)]);
   }
   try {
-    return { raw, value: JSON.parse(text) };
+    return { raw, value: parseJson(text) };
   } catch (error) {
-    const message = (error as Error).message;
-    throw new RequestValidationError([jsonInvalid(message, errorPosition(message))]);
+    if (!(error instanceof JsonSyntaxError)) throw error;
+    throw new RequestValidationError([jsonInvalid(error.message, error.position)]);
   }
 }

@@ -5,20 +5,29 @@ import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors.ts';
 import type { Principal } from '../identity/authenticator.ts';
 import type { Logger } from '../logger.ts';
 import { canonicalUuid, UUID_PATTERN } from '../uuid.ts';
-import { Conversation, ConversationEvent } from './entities.ts';
+import { stringifyJson } from '../lossless-json.ts';
+import { Conversation } from './entities.ts';
 import { executionStatusAfter } from './execution-status.ts';
-import { toConversationView, toStoredEventView } from './mapper.ts';
+import { toConversationView, toEventPageJson } from './mapper.ts';
 
 export type Event = components['schemas']['Event'];
 export type EventKind = components['schemas']['EventKind'];
 
-/** A row of the batch, as handed to PostgreSQL in one JSON parameter. */
-interface IncomingRow {
-  event_id: string;
-  kind: string;
-  payload: Event;
-  status: string | null;
-  ord: number;
+/** The batch as `ingest_events` takes it: parallel arrays, one element per event to store. */
+interface IncomingBatch {
+  eventIds: string[];
+  kinds: string[];
+  statuses: (string | null)[];
+  /** Each event's JSON text, exactly as it is stored (see `src/lossless-json.ts`). */
+  payloads: string[];
+}
+
+/** A stored event as read back: the payload stays the text that was stored. */
+interface StoredEventRow {
+  seq: number;
+  /** MikroORM's driver leaves timestamps as PostgreSQL writes them. */
+  received_at: string;
+  payload: string;
 }
 
 function encodeCursor(conversation: Conversation): string {
@@ -49,17 +58,20 @@ export class ConversationService {
    */
   async ingest(principal: Principal, conversationId: string, events: Event[]): Promise<{ stored: number }> {
     const id = canonicalUuid(conversationId);
-    const rows: IncomingRow[] = [];
+    const batch: IncomingBatch = { eventIds: [], kinds: [], statuses: [], payloads: [] };
     const seen = new Set<string>();
     for (const event of events) {
       if (event.kind === 'StreamingDeltaEvent') continue;
       event.id ??= randomUUID();
       if (seen.has(event.id)) continue; // repeated within one batch: the first one wins
       seen.add(event.id);
-      rows.push({ event_id: event.id, kind: event.kind, payload: event, status: executionStatusAfter(event), ord: rows.length });
+      batch.eventIds.push(event.id);
+      batch.kinds.push(event.kind);
+      batch.statuses.push(executionStatusAfter(event));
+      batch.payloads.push(stringifyJson(event));
     }
 
-    const result = await this.appendEvents(id, principal.userId, JSON.stringify(rows));
+    const result = await this.appendEvents(id, principal.userId, batch);
     if (result.owner_id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
     const { stored } = result;
     this.log.debug({ conversationId: id, received: events.length, stored }, 'events ingested');
@@ -68,17 +80,17 @@ export class ConversationService {
 
   /**
    * The webhook's whole write: one statement, one round trip, its own transaction (see
-   * Migration20261122010000_ingest_function). It runs on a connection of MikroORM's pool but
+   * Migration20261122015000_lossless_payloads). It runs on a connection of MikroORM's pool but
    * straight through the driver: on this path the query builder costs a third of the CPU time.
    */
-  private async appendEvents(conversationId: string, ownerId: string, rows: string): Promise<{ owner_id: string; stored: number }> {
+  private async appendEvents(conversationId: string, ownerId: string, batch: IncomingBatch): Promise<{ owner_id: string; stored: number }> {
     const client = this.em.getConnection().getKnex().client;
     const connection = await client.acquireConnection();
     try {
       const result = await connection.query({
         name: 'ingest_events',
-        text: 'select owner_id, stored from ingest_events($1, $2, $3::jsonb)',
-        values: [conversationId, ownerId, rows],
+        text: 'select owner_id, stored from ingest_events($1, $2, $3, $4, $5, $6)',
+        values: [conversationId, ownerId, batch.eventIds, batch.kinds, batch.statuses, batch.payloads],
       });
       return result.rows[0];
     } finally {
@@ -92,21 +104,24 @@ export class ConversationService {
     return toConversationView(conversation);
   }
 
-  /** A page of stored events in sequence order, after `afterSeq`. */
+  /**
+   * A page of stored events in sequence order, after `afterSeq`, as the JSON text of an `EventPage`:
+   * each event goes out as the text that was stored, so it reads back exactly as it was sent.
+   */
   async listEvents(
     principal: Principal,
     conversationId: string,
     page: { afterSeq: number; limit: number; kind?: EventKind },
-  ): Promise<components['schemas']['EventPage']> {
+  ): Promise<string> {
     const conversation = await this.findOwned(principal, conversationId);
-    const events = await this.em.fork().find(
-      ConversationEvent,
-      { conversation: conversation.id, seq: { $gt: page.afterSeq }, ...(page.kind ? { kind: page.kind } : {}) },
-      { orderBy: { seq: 'asc' }, limit: page.limit + 1 },
+    const rows = await this.em.getConnection().execute<StoredEventRow[]>(
+      `select seq, received_at, payload::text as payload from conversation_events
+       where conversation_id = ? and seq > ? ${page.kind ? 'and kind = ?' : ''}
+       order by seq limit ?`,
+      [conversation.id, page.afterSeq, ...(page.kind ? [page.kind] : []), page.limit + 1],
     );
-    const more = events.length > page.limit;
-    const items = events.slice(0, page.limit).map(toStoredEventView);
-    return { items, next_after_seq: more ? items[items.length - 1]!.seq : null };
+    const more = rows.length > page.limit;
+    return toEventPageJson(rows.slice(0, page.limit), more);
   }
 
   /** The caller's conversations, newest first. */

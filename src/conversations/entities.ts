@@ -12,13 +12,17 @@ export class Conversation {
   lastEventAt: Date | null = null;
 }
 
-/** One stored event, exactly as received (with schema defaults applied). */
+/**
+ * One stored event, exactly as received (with schema defaults applied). `payload` is a `json`
+ * column (text kept verbatim, see Migration20261122015000_lossless_payloads); events are written by
+ * `ingest_events` and read back as text, never through this entity's JSON mapping.
+ */
 export class ConversationEvent {
   conversation!: Conversation;
   seq!: number;
   eventId!: string;
   kind!: string;
-  payload!: Record<string, unknown>;
+  payload!: string;
   receivedAt: Date = new Date();
 }
 
@@ -44,7 +48,7 @@ export const ConversationEventSchema = new EntitySchema<ConversationEvent>({
     seq: { type: 'integer', primary: true },
     eventId: { type: 'text' },
     kind: { type: 'string', length: 64 },
-    payload: { type: 'json' },
+    payload: { type: 'text', columnType: 'json' },
     receivedAt: { type: 'Date' },
   },
 });

@@ -1,5 +1,5 @@
 import type { components } from '../../generated/openapi.ts';
-import type { Conversation, ConversationEvent } from './entities.ts';
+import type { Conversation } from './entities.ts';
 
 type ConversationView = components['schemas']['Conversation'];
 
@@ -15,11 +15,14 @@ export function toConversationView(conversation: Conversation): ConversationView
   };
 }
 
-/** A stored event as the API shows it: the event exactly as stored, with its place in the log. */
-export function toStoredEventView(event: ConversationEvent): components['schemas']['StoredEvent'] {
-  return {
-    seq: event.seq,
-    received_at: event.receivedAt.toISOString(),
-    event: event.payload as components['schemas']['Event'],
-  };
+/**
+ * An `EventPage` as JSON text. The stored payloads are spliced in as they are: parsing them here
+ * would round large numbers, and they were written by `stringifyJson`, so they are valid JSON.
+ */
+export function toEventPageJson(rows: { seq: number; received_at: string; payload: string }[], more: boolean): string {
+  const items = rows.map(
+    (row) => `{"seq":${row.seq},"received_at":"${new Date(row.received_at).toISOString()}","event":${row.payload}}`,
+  );
+  const nextAfterSeq = more ? rows[rows.length - 1]!.seq : null;
+  return `{"items":[${items.join(',')}],"next_after_seq":${nextAfterSeq}}`;
 }

@@ -1,6 +1,6 @@
 import type { operations } from '../../../generated/openapi.ts';
 import type { ConversationService } from '../../conversations/conversation-service.ts';
-import { principalOf, respond, type OperationHandlers } from '../context.ts';
+import { principalOf, respond, respondWithJsonText, type OperationHandlers } from '../context.ts';
 
 type ConversationPath = operations['getConversation']['parameters']['path'];
 type ListConversationsQuery = NonNullable<operations['listConversations']['parameters']['query']>;
@@ -29,7 +29,7 @@ export function conversationHandlers(conversations: ConversationService): Operat
         limit: query.limit ?? 100,
         kind: query.kind,
       });
-      respond(ctx, 200, page);
+      respondWithJsonText(ctx, 200, page);
     },
   };
 }
