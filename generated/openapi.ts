@@ -49,9 +49,10 @@ export interface paths {
          *     - **Order.** Each newly stored event gets a per-conversation sequence number (`seq`,
          *       starting at 1) in arrival order, and in array order within a batch. Redelivered
          *       duplicates do not get a new number.
-         *     - **StreamingDeltaEvent** is validated but never persisted and gets no `seq`. It is meant
-         *       for live subscribers only; this service has no live subscription yet, so a delta is
-         *       acknowledged and dropped.
+         *     - **StreamingDeltaEvent** is validated but never persisted and gets no `seq`. When the
+         *       batch commits it is published to the conversation's live subscribers, before the events
+         *       stored with it; a delta too large for a PostgreSQL notification (8000 bytes with its
+         *       envelope) is acknowledged and dropped.
          *     - **Execution status.** The conversation's `execution_status` changes as events are
          *       stored: `InterruptEvent` and `PauseEvent` → `paused`; `ConversationErrorEvent` →
          *       `error`; `ConversationStateUpdateEvent` with `key = execution_status` → its `value`;

@@ -116,7 +116,7 @@ describe('database migrations', function () {
     expect((await recordedMigrations()).map((row) => row.name)).to.deep.equal(MIGRATIONS.map((migration) => migration.name));
     const userId = randomUUID();
     await query('insert into users (id, email) values (?, ?)', [userId, 'owner@example.com']);
-    const rows = await query("select owner_id, stored from ingest_events(?, ?, '{}', '{}', '{}', '{}')", [randomUUID(), userId]);
+    const rows = await query("select owner_id, stored from ingest_events(?, ?, '{}', '{}', '{}', '{}', '{}')", [randomUUID(), userId]);
     expect(rows).to.deep.equal([{ owner_id: userId, stored: 0 }]);
   });
 });

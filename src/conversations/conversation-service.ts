@@ -20,7 +20,12 @@ interface IncomingBatch {
   statuses: (string | null)[];
   /** Each event's JSON text, exactly as it is stored (see `src/lossless-json.ts`). */
   payloads: string[];
+  /** `delta` notifications for live subscribers (see Migration20261122016000_live_notifications). */
+  deltas: string[];
 }
+
+/** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more. */
+const MAX_NOTIFICATION_BYTES = 7999;
 
 /** A stored event as read back: the payload stays the text that was stored. */
 interface StoredEventRow {
@@ -54,14 +59,22 @@ export class ConversationService {
 
   /**
    * Stores a webhook batch for `principal`: all or nothing, idempotent by event id, in arrival
-   * order. StreamingDeltaEvents are transient and are not stored.
+   * order. StreamingDeltaEvents are never stored: they are published to live subscribers when the
+   * batch commits, except any too large for a notification (counted in `droppedDeltas`).
    */
-  async ingest(principal: Principal, conversationId: string, events: Event[]): Promise<{ stored: number }> {
+  async ingest(principal: Principal, conversationId: string, events: Event[]): Promise<{ stored: number; droppedDeltas: number }> {
     const id = canonicalUuid(conversationId);
-    const batch: IncomingBatch = { eventIds: [], kinds: [], statuses: [], payloads: [] };
+    const batch: IncomingBatch = { eventIds: [], kinds: [], statuses: [], payloads: [], deltas: [] };
     const seen = new Set<string>();
+    let droppedDeltas = 0;
+    const batchId = randomUUID();
     for (const event of events) {
-      if (event.kind === 'StreamingDeltaEvent') continue;
+      if (event.kind === 'StreamingDeltaEvent') {
+        const notification = `{"type":"delta","conversation_id":"${id}","batch":"${batchId}","n":${batch.deltas.length},"event":${stringifyJson(event)}}`;
+        if (Buffer.byteLength(notification) <= MAX_NOTIFICATION_BYTES) batch.deltas.push(notification);
+        else droppedDeltas++;
+        continue;
+      }
       event.id ??= randomUUID();
       if (seen.has(event.id)) continue; // repeated within one batch: the first one wins
       seen.add(event.id);
@@ -74,13 +87,13 @@ export class ConversationService {
     const result = await this.appendEvents(id, principal.userId, batch);
     if (result.owner_id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
     const { stored } = result;
-    this.log.debug({ conversationId: id, received: events.length, stored }, 'events ingested');
-    return { stored };
+    this.log.debug({ conversationId: id, received: events.length, stored, droppedDeltas }, 'events ingested');
+    return { stored, droppedDeltas };
   }
 
   /**
    * The webhook's whole write: one statement, one round trip, its own transaction (see
-   * Migration20261122015000_lossless_payloads). It runs on a connection of MikroORM's pool but
+   * Migration20261122016000_live_notifications). It runs on a connection of MikroORM's pool but
    * straight through the driver: on this path the query builder costs a third of the CPU time.
    */
   private async appendEvents(conversationId: string, ownerId: string, batch: IncomingBatch): Promise<{ owner_id: string; stored: number }> {
@@ -89,8 +102,8 @@ export class ConversationService {
     try {
       const result = await connection.query({
         name: 'ingest_events',
-        text: 'select owner_id, stored from ingest_events($1, $2, $3, $4, $5, $6)',
-        values: [conversationId, ownerId, batch.eventIds, batch.kinds, batch.statuses, batch.payloads],
+        text: 'select owner_id, stored from ingest_events($1, $2, $3, $4, $5, $6, $7)',
+        values: [conversationId, ownerId, batch.eventIds, batch.kinds, batch.statuses, batch.payloads, batch.deltas],
       });
       return result.rows[0];
     } finally {

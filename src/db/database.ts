@@ -9,12 +9,14 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgre
 import { Migration20261122000000_initial } from './migrations/Migration20261122000000_initial.ts';
 import { Migration20261122010000_ingest_function } from './migrations/Migration20261122010000_ingest_function.ts';
 import { Migration20261122015000_lossless_payloads } from './migrations/Migration20261122015000_lossless_payloads.ts';
+import { Migration20261122016000_live_notifications } from './migrations/Migration20261122016000_live_notifications.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
 export const MIGRATIONS = [
   { name: 'Migration20261122000000_initial', class: Migration20261122000000_initial },
   { name: 'Migration20261122010000_ingest_function', class: Migration20261122010000_ingest_function },
   { name: 'Migration20261122015000_lossless_payloads', class: Migration20261122015000_lossless_payloads },
+  { name: 'Migration20261122016000_live_notifications', class: Migration20261122016000_live_notifications },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */
