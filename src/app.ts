@@ -16,6 +16,9 @@ import { conversationHandlers } from './api/handlers/conversations.ts';
 import { superAdminHandlers } from './api/handlers/super-admins.ts';
 import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
 import { webhookHandlers } from './api/handlers/webhooks.ts';
+import { liveHandlers } from './api/handlers/live.ts';
+import { LiveStreams, registerLiveStreams } from './live/live-streams.ts';
+import { StreamTickets } from './live/stream-tickets.ts';
 import { Authenticator, requirePermission, type Permission } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
@@ -74,6 +77,12 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const identity = new IdentityService(orm.em);
   const conversations = new ConversationService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
+  const liveStreams = new LiveStreams(orm.config.get('clientUrl')!, conversations, {
+    bufferBytes: config.liveStreamBufferBytes,
+    heartbeatMs: config.liveStreamHeartbeatMs,
+    maxPerUser: config.liveStreamMaxPerUser,
+  }, logger);
+  const streamTickets = new StreamTickets(orm.em, config.liveStreamTicketTtlMs);
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
@@ -81,6 +90,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...conversationHandlers(conversations),
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
+    ...liveHandlers(conversations, liveStreams, streamTickets),
   };
 
   api.register({
@@ -145,8 +155,11 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     authenticator.authenticate('session_api_key', headerOf(c, 'x-session-api-key')),
   );
 
+  api.registerSecurityHandler('StreamTicket', (c: OperationContext) => streamTickets.redeem(queryOf(c, 'ticket')));
+
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
+  registerLiveStreams(app, liveStreams);
 
   // Error rendering comes first, so that it also catches what the body reader throws.
   app.use(async (ctx, next) => {
@@ -179,5 +192,10 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
 function headerOf(c: OperationContext, name: string): string | undefined {
   const value = c.request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function queryOf(c: OperationContext, name: string): string | undefined {
+  const value = c.request.query?.[name];
   return Array.isArray(value) ? value[0] : value;
 }
