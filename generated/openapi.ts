@@ -168,9 +168,10 @@ export interface paths {
          *     - `status`: `{execution_status, last_seq}`; sent first (the current status when the
          *       stream starts) and whenever the conversation's execution status changes.
          *     - `error`: the last event before the server ends the stream: `{reason, detail,
-         *       last_event_id}`, where `reason` is `slow_consumer` (the client did not keep up: more
-         *       than the server's buffer, `LIVE_STREAM_BUFFER_BYTES`, was waiting for it),
-         *       `server_shutdown` or `read_failed`. Reconnect with `Last-Event-ID` to resume.
+         *       last_event_id}`, where `reason` is `slow_consumer` (the client did not keep up: its
+         *       buffer, `LIVE_STREAM_BUFFER_BYTES`, stayed full for `LIVE_STREAM_STALL_MS`, or as many
+         *       bytes of deltas and status changes queued up behind it), `server_shutdown` or
+         *       `read_failed`. Reconnect with `Last-Event-ID` to resume.
          *     - Comment lines (`: heartbeat`) every `LIVE_STREAM_HEARTBEAT_MS` keep idle connections
          *       open through proxies.
          *
@@ -184,8 +185,10 @@ export interface paths {
          *     on every instance (no other broker). The notification carries sequence numbers only; the
          *     events are read from the database.
          *
-         *     **Limits**: a client slower than the stream is disconnected (`error`, `slow_consumer`)
-         *     rather than slowing the webhook or growing the server's memory; at most
+         *     **Limits**: stored events are read from the database no faster than the client takes
+         *     them (history of any length goes through a bounded buffer); a client that stops reading is
+         *     disconnected (`error`, `slow_consumer`) rather than slowing the webhook or growing the
+         *     server's memory; at most
          *     `LIVE_STREAM_MAX_PER_USER` streams per user are open on one server instance at once (more
          *     → 429).
          */

@@ -79,6 +79,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const verifiedModels = new VerifiedModelService(orm.em);
   const liveStreams = new LiveStreams(orm.config.get('clientUrl')!, conversations, {
     bufferBytes: config.liveStreamBufferBytes,
+    stallMs: config.liveStreamStallMs,
     heartbeatMs: config.liveStreamHeartbeatMs,
     maxPerUser: config.liveStreamMaxPerUser,
   }, logger);

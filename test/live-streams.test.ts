@@ -16,6 +16,7 @@ describe('live conversation streams (two server instances)', function () {
   const BUFFER_BYTES = 64 * 1024;
   const HEARTBEAT_MS = 300;
   const MAX_PER_USER = 3;
+  const STALL_MS = 1_500;
 
   let a: ServerProcess;
   let b: ServerProcess;
@@ -29,6 +30,7 @@ describe('live conversation streams (two server instances)', function () {
     LIVE_STREAM_BUFFER_BYTES: String(BUFFER_BYTES),
     LIVE_STREAM_HEARTBEAT_MS: String(HEARTBEAT_MS),
     LIVE_STREAM_MAX_PER_USER: String(MAX_PER_USER),
+    LIVE_STREAM_STALL_MS: String(STALL_MS),
     CREDENTIAL_CACHE_TTL_MS: '0',
   });
 
@@ -174,7 +176,7 @@ describe('live conversation streams (two server instances)', function () {
 
   it('drops a stalled subscriber (with a reason it can resume from) while ingestion keeps its speed', async () => {
     const conversationId = await newConversation();
-    const big = (i: number) => Array.from({ length: 10 }, (_, j) => message(`${i}-${j}-${'z'.repeat(16_000)}`));
+    const big = (i: number) => [delta(`d${i}`), ...Array.from({ length: 10 }, (_, j) => message(`${i}-${j}-${'z'.repeat(16_000)}`))];
 
     const timeBatches = async (count: number, from: number) => {
       const times: number[] = [];
@@ -193,7 +195,7 @@ describe('live conversation streams (two server instances)', function () {
     const logBefore = b.stdout.length;
     const duringStall: number[] = [];
     let batches = 10;
-    // Until B gives up on it: the kernel's socket buffers take a few MB before B's own buffer fills.
+    // Until B gives up on it: once the kernel's socket buffers and B's buffer are full and stay full.
     while (!b.stdout.slice(logBefore).includes('live subscriber dropped: too slow') && batches < 600) {
       duringStall.push(...(await timeBatches(5, batches)));
       batches += 5;
@@ -216,7 +218,9 @@ describe('live conversation streams (two server instances)', function () {
     expect(reason).to.include({ reason: 'slow_consumer', last_event_id: lastSeqOf(stalled.parser.messages) });
 
     const resumed = await subscribe(conversationId, { headers: { 'X-Access-Token': owner.accessToken, 'Last-Event-ID': String(reason.last_event_id) } });
+    // Catching up hundreds of 16 kB events through a 64 kB buffer: paced, not dropped.
     expect(await resumed.until((m) => lastSeqOf(m) >= totalEvents, 30_000)).to.equal(true);
+    expect(resumed.parser.messages.filter((m) => m.event === 'error')).to.deep.equal([]);
     expect([...seqs(stalled.parser.messages), ...seqs(resumed.parser.messages)]).to.deep.equal(
       Array.from({ length: totalEvents }, (_, i) => i + 1),
     );

@@ -8,8 +8,13 @@ import { ActivityListener, type Activity, type ActivityHandler } from './activit
 import { SSE_HEARTBEAT, sseEvent, sseRetry } from './sse.ts';
 
 export interface LiveStreamOptions {
-  /** Bytes a subscriber may have waiting (in the socket and in its queue) before it is dropped. */
+  /**
+   * Bytes a subscriber may have waiting in its socket; stored events are read no faster than it
+   * drains. Deltas and status changes wait in its queue, up to as many bytes again.
+   */
   readonly bufferBytes: number;
+  /** A subscriber whose full buffer does not drain for this long is dropped. */
+  readonly stallMs: number;
   readonly heartbeatMs: number;
   readonly maxPerUser: number;
 }
@@ -168,9 +173,9 @@ class Subscriber {
       'X-Accel-Buffering': 'no',
     });
     res.on('close', () => this.finish());
-    this.heartbeat = setInterval(() => this.write(SSE_HEARTBEAT), this.hub.options.heartbeatMs);
+    this.heartbeat = setInterval(() => this.heartbeatTick(), this.hub.options.heartbeatMs);
     this.heartbeat.unref();
-    this.write(sseRetry(RETRY_MS) + status);
+    res.write(sseRetry(RETRY_MS) + status);
     // History first; live notifications queue up behind it.
     this.enqueue({ kind: 'events', upTo: Infinity });
   }
@@ -194,7 +199,8 @@ class Subscriber {
     this.queue.push(task);
     if (task.kind === 'text') {
       this.queuedBytes += task.text.length;
-      if (this.overflowing()) {
+      // What we cannot pace (deltas, status changes) waits here, up to the buffer size.
+      if (this.queuedBytes > this.hub.options.bufferBytes) {
         void this.end('slow_consumer');
         return;
       }
@@ -202,19 +208,18 @@ class Subscriber {
     if (!this.running) void this.run();
   }
 
-  private overflowing(): boolean {
-    return this.res.writableLength + this.queuedBytes > this.hub.options.bufferBytes;
-  }
-
   private async run(): Promise<void> {
     this.running = true;
     try {
       while (!this.ended && this.queue.length > 0) {
-        const task = this.queue.shift()!;
+        const task = this.queue[0]!;
         if (task.kind === 'text') {
+          if (!(await this.room())) return;
+          this.queue.shift();
           this.queuedBytes -= task.text.length;
-          this.write(task.text);
+          this.res.write(task.text);
         } else {
+          this.queue.shift();
           await this.sendEvents(task.upTo);
         }
       }
@@ -227,15 +232,38 @@ class Subscriber {
   }
 
   /**
+   * True when the socket has room: less than the buffer size waiting to be sent. Otherwise waits
+   * for it to drain; a client that takes nothing for `stallMs` is dropped (false).
+   */
+  private async room(): Promise<boolean> {
+    if (this.ended) return false;
+    if (this.res.writableLength < this.hub.options.bufferBytes) return true;
+    const res = this.res;
+    const drained = await new Promise<boolean>((resolve) => {
+      const done = (value: boolean) => {
+        clearTimeout(timer);
+        res.off('drain', onDrain);
+        res.off('close', onClose);
+        resolve(value);
+      };
+      const onDrain = () => done(true);
+      const onClose = () => done(false);
+      const timer = setTimeout(() => done(false), this.hub.options.stallMs);
+      res.on('drain', onDrain);
+      res.on('close', onClose);
+    });
+    if (!drained) void this.end('slow_consumer');
+    return drained && !this.ended;
+  }
+
+  /**
    * Sends the stored events after `lastSeq` up to `upTo`, a page at a time, read through the same
-   * path as `GET …/events` (so both show events alike), never one the client already has.
+   * path as `GET …/events` (so both show events alike), never one the client already has. Paced
+   * by the socket: nothing more is read while the buffer is full.
    */
   private async sendEvents(upTo: number): Promise<void> {
     while (!this.ended && this.lastSeq < upTo) {
-      if (this.overflowing()) {
-        void this.end('slow_consumer');
-        return;
-      }
+      if (!(await this.room())) return;
       const limit = Number.isFinite(upTo) ? Math.min(PAGE_SIZE, upTo - this.lastSeq) : PAGE_SIZE;
       const pageJson = await this.hub.conversations.listEvents(this.principal, this.conversationId, { afterSeq: this.lastSeq, limit });
       if (this.ended) return;
@@ -243,18 +271,23 @@ class Subscriber {
       let text = '';
       for (const item of page.items) {
         if (item.seq <= this.lastSeq) continue;
+        if (text && this.res.writableLength + text.length >= this.hub.options.bufferBytes) {
+          this.res.write(text);
+          text = '';
+          if (!(await this.room())) return;
+        }
         text += sseEvent('event', stringifyJson(item), item.seq);
         this.lastSeq = item.seq;
       }
-      if (text) this.write(text);
+      if (text) this.res.write(text);
       if (page.next_after_seq === null) return;
     }
   }
 
-  private write(text: string): void {
-    if (this.ended) return;
-    this.res.write(text);
-    if (this.overflowing()) void this.end('slow_consumer');
+  /** A comment line when the connection is otherwise idle (nothing waiting to be sent). */
+  private heartbeatTick(): void {
+    if (this.ended || this.queue.length > 0 || this.res.writableLength > 0) return;
+    this.res.write(SSE_HEARTBEAT);
   }
 
   /** Ends the stream from our side with a final `error` event saying why. */
