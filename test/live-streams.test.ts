@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { testDatabase } from './helpers/hooks.ts';
 import { createUserFixture, type UserFixture } from './helpers/fixtures.ts';
 import { minimalEvent } from './fixtures/events.ts';
+import { launchBrowserOrSkip } from './helpers/browser.ts';
 import { openEventStream, SseParser, type EventStream, type SseMessage } from './helpers/event-stream.ts';
 import { describeRun, killAllProcesses, startServerProcess, stopWith, waitFor, type ServerProcess } from './helpers/server-process.ts';
 
@@ -294,10 +295,38 @@ describe('live conversation streams (two server instances)', function () {
     await post(conversationId, [message('after')]);
     expect(await stream.until((m) => lastSeqOf(m) >= 3, 15_000), describeRun(b)).to.equal(true);
     expect(seqs(stream.parser.messages)).to.deep.equal([1, 2, 3]);
+    // After reconnecting it also re-sends the status, which may have changed meanwhile.
+    expect(stream.parser.messages.filter((m) => m.event === 'status').length).to.be.at.least(2);
     expect(await waitFor(async () => {
       const rows = await connection.execute("select 1 from pg_stat_activity where application_name = 'live-activity-listener'");
       return rows.length >= 2;
     }, 15_000)).to.equal(true);
+  });
+
+  it('shows a conversation live in a browser page (ticket + EventSource)', async function () {
+    const browser = await launchBrowserOrSkip(this);
+    try {
+      const conversationId = await newConversation();
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (error) => errors.push(String(error)));
+      page.on('console', (entry) => entry.type() === 'error' && errors.push(entry.text()));
+      await page.goto(`${b.baseUrl}/live/conversations/${conversationId}`);
+      await page.fill('#token', owner.accessToken);
+      await page.click('button');
+      await page.waitForFunction("document.querySelectorAll('#events li').length === 1", undefined, { timeout: 10_000 });
+      expect(await page.textContent('#connection')).to.equal('live');
+
+      await post(conversationId, [delta('Hel'), delta('lo')]);
+      await page.waitForFunction("document.querySelector('#delta').textContent === 'Hello'", undefined, { timeout: 10_000 });
+      await post(conversationId, [message('second'), minimalEvent('PauseEvent')]);
+      await page.waitForFunction("document.querySelectorAll('#events li').length === 3", undefined, { timeout: 10_000 });
+      await page.waitForFunction("document.querySelector('#status').textContent === 'paused'", undefined, { timeout: 10_000 });
+      expect(await page.textContent('#events li:nth-child(2)')).to.include('second');
+      expect(errors).to.deep.equal([]);
+    } finally {
+      await browser.close();
+    }
   });
 
   it('ends open streams with a reason on shutdown, then exits cleanly', async () => {

@@ -52,7 +52,9 @@ type Task =
   /** Send the stored events after the last one sent, up to `upTo` (Infinity: all there are). */
   | { kind: 'events'; upTo: number }
   /** Send this ready-made SSE text (a delta or a status change). */
-  | { kind: 'text'; text: string };
+  | { kind: 'text'; text: string }
+  /** Send the conversation's current status (after notifications may have been lost). */
+  | { kind: 'status' };
 
 /**
  * Live conversation streams of this server instance: one LISTEN connection (`ActivityListener`)
@@ -117,7 +119,7 @@ export class LiveStreams implements ActivityHandler {
   onReconnected(): void {
     // Notifications were lost while disconnected: every subscriber reads what it missed.
     for (const subscribers of this.byConversation.values()) {
-      for (const subscriber of subscribers) subscriber.notify({ type: 'events', conversation_id: subscriber.conversationId, first_seq: 0, last_seq: Infinity });
+      for (const subscriber of subscribers) subscriber.resync();
     }
   }
 
@@ -195,6 +197,13 @@ class Subscriber {
     }
   }
 
+  /** Catches up after lost notifications: the current status, then every stored event missed. */
+  resync(): void {
+    if (this.ended) return;
+    this.enqueue({ kind: 'status' });
+    this.enqueue({ kind: 'events', upTo: Infinity });
+  }
+
   private enqueue(task: Task): void {
     this.queue.push(task);
     if (task.kind === 'text') {
@@ -218,13 +227,18 @@ class Subscriber {
           this.queue.shift();
           this.queuedBytes -= task.text.length;
           this.res.write(task.text);
+        } else if (task.kind === 'status') {
+          this.queue.shift();
+          const conversation = await this.hub.conversations.getConversation(this.principal, this.conversationId);
+          if (!(await this.room())) return;
+          this.res.write(statusText(conversation.execution_status ?? null, conversation.event_count));
         } else {
           this.queue.shift();
           await this.sendEvents(task.upTo);
         }
       }
     } catch (error) {
-      this.hub.log.warn({ err: error, conversationId: this.conversationId }, 'live stream could not read stored events');
+      this.hub.log.warn({ err: error, conversationId: this.conversationId }, 'live stream could not read the conversation');
       void this.end('read_failed');
     } finally {
       this.running = false;
