@@ -29,7 +29,7 @@ const CLOSE_DETAIL: Record<CloseReason, string> = {
 };
 
 /** Stored events read per query while catching up. */
-const PAGE_SIZE = 200;
+const PAGE_SIZE = 100;
 /** How long a dropped subscriber's socket may take to take its final bytes before it is destroyed. */
 const DROP_GRACE_MS = 5_000;
 /** EventSource's reconnection delay we ask for. */
@@ -84,12 +84,14 @@ export class LiveStreams implements ActivityHandler {
   async subscribe(principal: Principal, conversationId: string, afterSeq: number, res: ServerResponse): Promise<void> {
     if (this.closed) throw new UnavailableError('The server is shutting down; retry on another instance');
     const conversation = await this.conversations.getConversation(principal, conversationId);
+    // Listening before reading history: whatever commits from now on is announced to us.
+    await this.listener.listening();
+    // From the count to the registration nothing awaits, so concurrent requests cannot overshoot.
     const count = this.countByUser.get(principal.userId) ?? 0;
     if (count >= this.options.maxPerUser) {
       throw new TooManyRequestsError(`At most ${this.options.maxPerUser} live streams per user may be open at once`);
     }
-    // Listening before reading history: whatever commits from now on is announced to us.
-    await this.listener.listening();
+    if (this.closed) throw new UnavailableError('The server is shutting down; retry on another instance');
 
     const subscriber = new Subscriber(this, principal, conversation.id, afterSeq, res);
     this.countByUser.set(principal.userId, (this.countByUser.get(principal.userId) ?? 0) + 1);
