@@ -299,7 +299,7 @@ describe('live conversation streams (two server instances)', function () {
     expect(stream.parser.messages.filter((m) => m.event === 'status').length).to.be.at.least(2);
     expect(await waitFor(async () => {
       const rows = await connection.execute("select 1 from pg_stat_activity where application_name = 'live-activity-listener'");
-      return rows.length >= 2;
+      return rows.length >= terminated.length;
     }, 15_000)).to.equal(true);
   });
 
@@ -314,14 +314,14 @@ describe('live conversation streams (two server instances)', function () {
       await page.goto(`${b.baseUrl}/live/conversations/${conversationId}`);
       await page.fill('#token', owner.accessToken);
       await page.click('button');
-      await page.waitForFunction("document.querySelectorAll('#events li').length === 1", undefined, { timeout: 10_000 });
+      await page.locator('#events li').first().waitFor({ timeout: 10_000 });
       expect(await page.textContent('#connection')).to.equal('live');
 
       await post(conversationId, [delta('Hel'), delta('lo')]);
-      await page.waitForFunction("document.querySelector('#delta').textContent === 'Hello'", undefined, { timeout: 10_000 });
+      expect(await waitFor(async () => (await page.textContent('#delta')) === 'Hello', 10_000)).to.equal(true);
       await post(conversationId, [message('second'), minimalEvent('PauseEvent')]);
-      await page.waitForFunction("document.querySelectorAll('#events li').length === 3", undefined, { timeout: 10_000 });
-      await page.waitForFunction("document.querySelector('#status').textContent === 'paused'", undefined, { timeout: 10_000 });
+      await page.locator('#events li').nth(2).waitFor({ timeout: 10_000 });
+      expect(await waitFor(async () => (await page.textContent('#status')) === 'paused', 10_000)).to.equal(true);
       expect(await page.textContent('#events li:nth-child(2)')).to.include('second');
       expect(errors).to.deep.equal([]);
     } finally {
