@@ -102,6 +102,7 @@ describe('live conversation streams (two server instances)', function () {
 
     // A number a double cannot hold goes out exactly as it came in.
     const posted: { deltas: string[]; ids: string[] }[] = [];
+    const latencies: number[] = [];
     for (let batch = 0; batch < 15; batch++) {
       const events = [message(`m${batch}-a`), message(`m${batch}-b`)];
       const deltas = [`d${batch}-0`, `d${batch}-1`];
@@ -109,11 +110,21 @@ describe('live conversation streams (two server instances)', function () {
       const last = batch === 14 ? [minimalEvent('PauseEvent')] : [];
       const batchEvents = [delta(deltas[0]!), ...events, delta(deltas[1]!), ...extra, ...last];
       posted.push({ deltas, ids: [...events, ...extra, ...last].map((e) => e.id as string) });
+      const sent = performance.now();
       await post(conversationId, JSON.stringify(batchEvents).replace('"BIG"', '123456789012345678901234567890'));
+      // Every other batch: how long from sending it to A until B's subscriber has all of it.
+      if (batch % 2 === 0) {
+        const lastId = posted.at(-1)!.ids.at(-1)!;
+        const has = (m: SseMessage[]) => m.findIndex((x) => x.event === 'event' && x.data.includes(lastId));
+        await stream.until((m) => has(m) >= 0, 5_000);
+        latencies.push(stream.parser.arrivals[has(stream.parser.messages)]! - sent);
+      }
     }
+    latencies.sort((x, y) => x - y);
+    console.log(`      POST to A → its events on B: median ${latencies[latencies.length >> 1]!.toFixed(1)} ms, max ${latencies.at(-1)!.toFixed(1)} ms`);
     const total = 1 + posted.reduce((n, p) => n + p.ids.length, 0);
-    const complete = await stream.until((m) => lastSeqOf(m) >= total && m.some((x) => x.event === "status" && x.data.includes("paused")));
-    expect(complete, `${total} ${JSON.stringify(stream.parser.messages.filter((m) => m.event !== "event"))}`).to.equal(true);
+    const complete = await stream.until((m) => lastSeqOf(m) >= total && m.some((x) => x.event === 'status' && x.data.includes('paused')));
+    expect(complete, `${total} ${JSON.stringify(stream.parser.messages.filter((m) => m.event !== 'event'))}`).to.equal(true);
 
     const messages = stream.parser.messages;
     expect(seqs(messages)).to.deep.equal(Array.from({ length: total }, (_, i) => i + 1));

@@ -17,6 +17,8 @@ export class SseParser {
   private event = '';
   private id: string | undefined;
   readonly messages: SseMessage[] = [];
+  /** `performance.now()` when each message was dispatched (same index as `messages`). */
+  readonly arrivals: number[] = [];
   readonly comments: string[] = [];
   retry: number | undefined;
 
@@ -38,6 +40,7 @@ export class SseParser {
     if (line === '') {
       if (this.data.length > 0) {
         this.messages.push({ event: this.event || 'message', data: this.data.join('\n'), ...(this.id === undefined ? {} : { id: this.id }) });
+        this.arrivals.push(performance.now());
       }
       this.data = [];
       this.event = '';
