@@ -293,6 +293,40 @@ describe('live conversation streams (two server instances)', function () {
     expect(await waitFor(async () => (await subscribe(conversationId)).status === 200, 5_000)).to.equal(true);
   });
 
+  it('frees the slot of a client that goes away, even before its stream started', async () => {
+    const conversationId = await newConversation();
+    const url = `${b.baseUrl}/api/v1/conversations/${conversationId}/events/stream`;
+    for (let i = 0; i < 10; i++) {
+      const controller = new AbortController();
+      const pending = fetch(url, { headers: { 'X-Access-Token': owner.accessToken }, signal: controller.signal }).catch(() => undefined);
+      setTimeout(() => controller.abort(), i * 3);
+      await pending;
+    }
+    const streams = [];
+    // Within a moment every aborted stream has been noticed and is no longer counted.
+    expect(
+      await waitFor(async () => {
+        const stream = await subscribe(conversationId);
+        if (stream.status === 200) streams.push(stream);
+        return stream.status === 200;
+      }, 5_000),
+    ).to.equal(true);
+    for (let i = 1; i < MAX_PER_USER; i++) expect((await subscribe(conversationId)).status).to.equal(200);
+    expect((await subscribe(conversationId)).status).to.equal(429);
+  });
+
+  it('takes Last-Event-ID over after_seq, and waits for events after the last one', async () => {
+    const conversationId = await newConversation();
+    await post(conversationId, [message('second'), message('third')]);
+    const stream = await subscribe(conversationId, { headers: { 'X-Access-Token': owner.accessToken, 'Last-Event-ID': '2' }, query: '?after_seq=0' });
+    expect(await stream.until((m) => seqs(m).length > 0)).to.equal(true);
+    expect(seqs(stream.parser.messages)).to.deep.equal([3]);
+    const ahead = await subscribe(conversationId, { query: '?after_seq=3' });
+    await post(conversationId, [message('fourth')]);
+    expect(await ahead.until((m) => seqs(m).length > 0)).to.equal(true);
+    expect(seqs(ahead.parser.messages)).to.deep.equal([4]);
+  });
+
   it('catches up after its listening connection is lost', async () => {
     const conversationId = await newConversation();
     const stream = await subscribe(conversationId);

@@ -177,6 +177,11 @@ class Subscriber {
       'X-Accel-Buffering': 'no',
     });
     res.on('close', () => this.finish());
+    // The client may have gone while we checked and subscribed: then 'close' has been and gone.
+    if (!res.socket || res.socket.destroyed) {
+      this.finish();
+      return;
+    }
     this.heartbeat = setInterval(() => this.heartbeatTick(), this.hub.options.heartbeatMs);
     this.heartbeat.unref();
     res.write(sseRetry(RETRY_MS) + status);
