@@ -158,8 +158,9 @@ export interface paths {
          *     service account is verified first (`GET {base}/rest/api/3/myself`, HTTP basic auth
          *     `svc_acc_email:svc_acc_api_key`) and the cloud id is taken from the tracker's tenant
          *     information (`GET {base}/_edge/tenant_info`, field `cloudId`). A refused account (401/403)
-         *     is a 422 on `svc_acc_api_key`; an unreachable tracker (network error, timeout, 5xx) is a
-         *     503 and nothing is stored. Without that configuration the cloud id is a stable
+         *     is a 422 on `svc_acc_api_key`, a site the tracker does not know (404) a 422 on
+         *     `workspace_name`; an unreachable tracker (network error, timeout, 5xx) is a 503. In each
+         *     of these cases nothing is stored. Without that configuration the cloud id is a stable
          *     server-generated id, kept when the workspace is registered again.
          */
         post: operations["createWorkspaceRegistration"];
