@@ -292,7 +292,9 @@ describe('issue-tracker workspaces', () => {
         seen.push({ url: req.url!, authorization: req.headers.authorization, host: req.headers.host });
         if (req.url === '/slow/rest/api/3/myself') return; // never answers: the client's timeout decides
         const path = req.url!.replace(/^\/[^/]+/, '');
-        if (path === '/rest/api/3/myself') {
+        if (req.url!.startsWith('/unknown-site/')) {
+          res.writeHead(404).end();
+        } else if (path === '/rest/api/3/myself') {
           res.writeHead(myselfStatus, { 'content-type': 'application/json' }).end('{"accountId":"5b10ac8d82e05b22cc7d4ef5"}');
         } else if (path === '/_edge/tenant_info') {
           res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ cloudId: CLOUD_ID }));
@@ -337,6 +339,13 @@ describe('issue-tracker workspaces', () => {
         expect(await storedWorkspace(body.workspace_name)).to.equal(undefined);
       });
     }
+
+    it('returns 422 on workspace_name when the tracker does not know the site', async () => {
+      const response = await registerVerified(registration({ workspace_name: 'unknown-site' })).expect(422);
+      expect(response.body.detail).to.deep.equal([
+        { loc: ['body', 'workspace_name'], msg: 'The issue tracker does not know this workspace', type: 'value_error', input: 'unknown-site' },
+      ]);
+    });
 
     it('returns 503 when the tracker fails, times out or cannot be reached, and stores nothing', async () => {
       myselfStatus = 502;
