@@ -2,11 +2,6 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 const HEADER_VALUE = /^sha256=([0-9a-fA-F]{64})$/;
 
-/** `sha256=<hex>`: the value of `X-Hub-Signature` an issue tracker sends with a body signed by `secret`. */
-export function hubSignature(secret: string, body: Buffer): string {
-  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-}
-
 /**
  * Checks an `X-Hub-Signature: sha256=<hex>` header (the form Jira Cloud and GitHub use) against
  * the HMAC-SHA256 of the exact body bytes, in constant time.
