@@ -16,10 +16,12 @@ import { conversationHandlers } from './api/handlers/conversations.ts';
 import { superAdminHandlers } from './api/handlers/super-admins.ts';
 import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
 import { webhookHandlers } from './api/handlers/webhooks.ts';
+import { workspaceHandlers } from './api/handlers/workspaces.ts';
 import { Authenticator, requirePermission, type Permission } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
+import { createWorkspaceService } from './workspaces/setup.ts';
 
 export interface AppDeps {
   readonly config: Config;
@@ -74,6 +76,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const identity = new IdentityService(orm.em);
   const conversations = new ConversationService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
+  const workspaces = createWorkspaceService(config, orm.em, logger);
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
@@ -81,6 +84,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...conversationHandlers(conversations),
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
+    ...workspaceHandlers(workspaces),
   };
 
   api.register({
