@@ -16,6 +16,7 @@ import { conversationHandlers } from './api/handlers/conversations.ts';
 import { superAdminHandlers } from './api/handlers/super-admins.ts';
 import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
 import { webhookHandlers } from './api/handlers/webhooks.ts';
+import { workspaceHandlers } from './api/handlers/workspaces.ts';
 import { liveHandlers } from './api/handlers/live.ts';
 import { LiveStreams, registerLiveStreams } from './live/live-streams.ts';
 import { StreamTickets } from './live/stream-tickets.ts';
@@ -23,6 +24,7 @@ import { Authenticator, requirePermission, type Permission } from './identity/au
 import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
+import { createWorkspaceService } from './workspaces/setup.ts';
 
 export interface AppDeps {
   readonly config: Config;
@@ -77,6 +79,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const identity = new IdentityService(orm.em);
   const conversations = new ConversationService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
+  const workspaces = createWorkspaceService(config, orm.em, logger);
   const liveStreams = new LiveStreams(orm.config.get('clientUrl')!, conversations, {
     bufferBytes: config.liveStreamBufferBytes,
     stallMs: config.liveStreamStallMs,
@@ -91,6 +94,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...conversationHandlers(conversations),
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
+    ...workspaceHandlers(workspaces),
     ...liveHandlers(conversations, liveStreams, streamTickets),
   };
 
