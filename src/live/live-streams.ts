@@ -98,7 +98,7 @@ export class LiveStreams implements ActivityHandler {
     let subscribers = this.byConversation.get(conversation.id);
     if (!subscribers) this.byConversation.set(conversation.id, (subscribers = new Set()));
     subscribers.add(subscriber);
-    subscriber.start(statusText(conversation.execution_status ?? null, conversation.event_count));
+    subscriber.start();
   }
 
   /** Called by a subscriber when it has ended, whichever way. */
@@ -165,7 +165,7 @@ class Subscriber {
     private readonly res: ServerResponse,
   ) {}
 
-  start(status: string): void {
+  start(): void {
     const res = this.res;
     res.socket?.setTimeout(0);
     res.socket?.setNoDelay(true);
@@ -184,9 +184,10 @@ class Subscriber {
     }
     this.heartbeat = setInterval(() => this.heartbeatTick(), this.hub.options.heartbeatMs);
     this.heartbeat.unref();
-    res.write(sseRetry(RETRY_MS) + status);
-    // History first; live notifications queue up behind it.
-    this.enqueue({ kind: 'events', upTo: Infinity });
+    res.write(sseRetry(RETRY_MS));
+    // The status and the history, read now that notifications reach this subscriber (so no change
+    // falls in between); live notifications queue up behind them.
+    this.resync();
   }
 
   notify(activity: Activity): void {
@@ -204,7 +205,7 @@ class Subscriber {
     }
   }
 
-  /** Catches up after lost notifications: the current status, then every stored event missed. */
+  /** Sends the current status, then every stored event after the last one sent (at the start, and after lost notifications). */
   resync(): void {
     if (this.ended) return;
     this.enqueue({ kind: 'status' });
