@@ -16,10 +16,12 @@ import { conversationHandlers } from './api/handlers/conversations.ts';
 import { superAdminHandlers } from './api/handlers/super-admins.ts';
 import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
 import { webhookHandlers } from './api/handlers/webhooks.ts';
+import { billingHandlers } from './api/handlers/billing.ts';
 import { Authenticator, requirePermission, type Permission } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
+import { createBillingService } from './billing/billing-service.ts';
 
 export interface AppDeps {
   readonly config: Config;
@@ -74,6 +76,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const identity = new IdentityService(orm.em);
   const conversations = new ConversationService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
+  const billing = createBillingService(orm.em, config.billing, logger);
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
@@ -81,6 +84,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...conversationHandlers(conversations),
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
+    ...billingHandlers(billing),
   };
 
   api.register({
