@@ -319,7 +319,11 @@ export interface paths {
          *       asked for completes our session and credits the payer, exactly once: a redelivered or
          *       duplicated event is acknowledged (200) and changes nothing. Whether the payment was in
          *       time is judged by the event's `created` (when Stripe completed the session), so a
-         *       delivery Stripe retries after the expiry still credits a payment made before it.
+         *       delivery Stripe retries after the expiry still credits a payment made before it; a
+         *       completion created after the expiry is acknowledged and not credited.
+         *     - With a delayed payment method the completion is `unpaid` and changes nothing;
+         *       `checkout.session.async_payment_succeeded` then credits the session (once), and
+         *       `checkout.session.async_payment_failed` changes nothing.
          *     - `checkout.session.expired` marks a pending session `expired`.
          *     - Every other event type, and events for sessions this server did not create, are
          *       acknowledged with 200 and ignored (so Stripe does not retry them).
