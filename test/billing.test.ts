@@ -105,6 +105,17 @@ describe('billing: E4 and the local checkout', () => {
       await client.request.get(CREDITS).expect(401);
     });
 
+    it('lists at most `limit` sessions, newest first, and answers 422 for a limit out of range', async () => {
+      for (const amount of [1, 2, 3]) await startCheckout(amount);
+      await query("update checkout_sessions set created_at = now() - make_interval(secs => amount_usd) where user_id = ?", [user.userId]);
+      const page = (await client.request.get(`${CREDITS}?limit=2`).set('X-Access-Token', user.accessToken).expect(200)).body;
+      expect(page.sessions.map((s: { amount_usd: number }) => s.amount_usd)).to.deep.equal([1, 2]);
+      for (const limit of ['0', '101', 'x']) {
+        const response = await client.request.get(`${CREDITS}?limit=${limit}`).set('X-Access-Token', user.accessToken).expect(422);
+        expect(response.body.detail[0].loc).to.deep.equal(['query', 'limit']);
+      }
+    });
+
     it('starts at zero and lists only the caller’s sessions, newest first', async () => {
       const other = await createUserFixture();
       expect(await credits()).to.deep.equal({ balance_usd: 0, sessions: [] });

@@ -232,5 +232,6 @@ export function createBillingService(em: EntityManager, config: BillingConfig, l
     const stripe = new StripePaymentProvider(config.stripe, log);
     return new BillingService(em, config, stripe, log, stripe);
   }
+  log.warn('billing uses the local checkout: payments are confirmed on a page without money moving (set STRIPE_SECRET_KEY for real payments)');
   return new BillingService(em, config, new LocalPaymentProvider(), log);
 }
