@@ -383,6 +383,12 @@ describe('billing configuration', () => {
     const stripe = loadConfig({ ...env, STRIPE_SECRET_KEY: 'sk_test_1', STRIPE_WEBHOOK_SECRET: 'whsec_1' }).billing;
     expect(stripe.provider).to.equal('stripe');
     expect(stripe.stripe).to.deep.include({ secretKey: 'sk_test_1', webhookSecret: 'whsec_1' });
+    expect(stripe.stripe!.apiBaseUrl).to.equal(undefined);
+    const standIn = loadConfig({ ...env, STRIPE_SECRET_KEY: 'sk_test_1', STRIPE_WEBHOOK_SECRET: 'whsec_1', STRIPE_API_BASE_URL: 'http://127.0.0.1:12111' });
+    expect(standIn.billing.stripe!.apiBaseUrl!.href).to.equal('http://127.0.0.1:12111/');
+    const forcedLocal = loadConfig({ ...env, STRIPE_SECRET_KEY: 'sk_test_1', BILLING_PROVIDER: 'local' }).billing;
+    expect(forcedLocal.provider).to.equal('local');
+    expect(forcedLocal.stripe).to.equal(undefined);
   });
 
   it('refuses Stripe without a webhook secret, or with a lifetime Stripe does not accept', () => {
