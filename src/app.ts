@@ -17,11 +17,13 @@ import { superAdminHandlers } from './api/handlers/super-admins.ts';
 import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
 import { webhookHandlers } from './api/handlers/webhooks.ts';
 import { workspaceHandlers } from './api/handlers/workspaces.ts';
+import { billingHandlers } from './api/handlers/billing.ts';
 import { Authenticator, requirePermission, type Permission } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
 import { createWorkspaceService } from './workspaces/setup.ts';
+import { createBillingService } from './billing/billing-service.ts';
 
 export interface AppDeps {
   readonly config: Config;
@@ -77,6 +79,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const conversations = new ConversationService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
   const workspaces = createWorkspaceService(config, orm.em, logger);
+  const billing = createBillingService(orm.em, config.billing, logger);
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
@@ -85,6 +88,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
     ...workspaceHandlers(workspaces),
+    ...billingHandlers(billing),
   };
 
   api.register({
