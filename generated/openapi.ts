@@ -457,11 +457,178 @@ export interface paths {
         /**
          * Create a checkout session
          * @description Starts a payment of `amount` whole US dollars for the caller (any signed-in user) and
-         *     returns the address to send the browser to. The payment provider is Stripe Checkout when
-         *     configured, otherwise a built-in local checkout page served by this server. The upper
-         *     limit of `amount` is server-configured; a larger amount → 422. Provider unreachable → 503.
+         *     returns the absolute address to send the browser to. The payment provider is Stripe
+         *     Checkout when configured, otherwise a built-in local checkout page served by this server. The upper
+         *     limit of `amount` is server-configured (`BILLING_MAX_AMOUNT_USD`, 10000 by default); a
+         *     larger amount → 422 `less_than_equal`. `amount` must be a JSON integer: `0`, negatives,
+         *     `10.5`, `"10"` or a missing `amount` → 422. Provider unreachable → 503.
+         *
+         *     Every session is stored (`pending`) and ends in exactly one of:
+         *     - `completed`: paid; the caller's balance (`getCredits`) grows by `amount`, exactly once,
+         *       however often the completion arrives (a double click, a replayed or duplicated Stripe
+         *       webhook, two server instances at once).
+         *     - `cancelled`: the payer pressed Cancel on the local checkout page.
+         *     - `expired`: not paid within `CHECKOUT_SESSION_TTL_MINUTES` (60 by default) of creation.
+         *       An expired or cancelled session can no longer be completed.
+         *
+         *     With **Stripe** (`STRIPE_SECRET_KEY` set), `redirect_url` is Stripe Checkout's page for a
+         *     session in `payment` mode (card, `amount × 100` cents USD, expiring when ours does) that
+         *     sends the payer back to `/billing/checkout/{session_id}` on this server; the payment
+         *     completes through `handleStripeWebhook`. Without Stripe, `redirect_url` is the **local
+         *     checkout** page `/billing/checkout/{session_id}`, where the payment is confirmed or
+         *     cancelled with a button: no money moves, so it is meant for development and demos.
          */
         post: operations["createCheckoutSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/billing/credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's credit balance and recent checkout sessions
+         * @description The balance is the sum of the caller's completed checkout sessions, in whole US dollars;
+         *     each completed session is counted once. Sessions are listed newest first; a pending
+         *     session past its expiry is shown (and from then on stored) as `expired`.
+         */
+        get: operations["getCredits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/billing/stripe/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stripe webhook (checkout events)
+         * @description Endpoint to register in Stripe's dashboard for the events `checkout.session.completed`
+         *     and `checkout.session.expired`. No access token: the `Stripe-Signature` header is checked
+         *     by Stripe's SDK (`webhooks.constructEvent`) over the exact bytes received, with
+         *     `STRIPE_WEBHOOK_SECRET`, and must be at most 5 minutes old. Missing, wrong or stale
+         *     signature → **400**, and nothing happens.
+         *
+         *     - `checkout.session.completed` with `payment_status: paid` and the amount and currency we
+         *       asked for completes our session and credits the payer, exactly once: a redelivered or
+         *       duplicated event is acknowledged (200) and changes nothing. Whether the payment was in
+         *       time is judged by the event's `created` (when Stripe completed the session), so a
+         *       delivery Stripe retries after the expiry still credits a payment made before it; a
+         *       completion created after the expiry is acknowledged and not credited.
+         *     - With a delayed payment method the completion is `unpaid` and changes nothing;
+         *       `checkout.session.async_payment_succeeded` then credits the session (once), and
+         *       `checkout.session.async_payment_failed` changes nothing.
+         *     - `checkout.session.expired` marks a pending session `expired`.
+         *     - Every other event type, and events for sessions this server did not create, are
+         *       acknowledged with 200 and ignored (so Stripe does not retry them).
+         *
+         *     Without Stripe configured → 404. The body must be JSON; it is not stored.
+         */
+        post: operations["handleStripeWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/billing/checkout/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+                 * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+                 */
+                session_id: components["parameters"]["CheckoutSessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Checkout page (HTML) of a session
+         * @description The page a browser is sent to: for the local checkout, the amount with **Confirm payment**
+         *     and **Cancel** buttons (plain HTML forms posting to `confirmCheckout` / `cancelCheckout`,
+         *     no script); for Stripe, where Stripe sends the payer back (`outcome=success` or
+         *     `outcome=cancel`), the session's state. No credential: the session id (a random UUID) is
+         *     the capability, so the page shows nothing but the amount and state, and is sent with a
+         *     strict Content-Security-Policy, `Referrer-Policy: no-referrer` and `Cache-Control: no-store`.
+         */
+        get: operations["getCheckoutPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/billing/checkout/{session_id}/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+                 * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+                 */
+                session_id: components["parameters"]["CheckoutSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm a local checkout (the page's Confirm button)
+         * @description Completes a pending local-checkout session and credits its owner, exactly once: a second
+         *     confirmation (a double click, a resent form) changes nothing. Answers 303 to the checkout
+         *     page, which then shows the payment as completed. An expired or cancelled session → 409
+         *     (with the page, as HTML); a Stripe session cannot be confirmed here → 409. Any body is
+         *     ignored.
+         */
+        post: operations["confirmCheckout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/billing/checkout/{session_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+                 * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+                 */
+                session_id: components["parameters"]["CheckoutSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a local checkout (the page's Cancel button)
+         * @description A pending local-checkout session becomes `cancelled` and can no longer be completed.
+         *     Answers 303 to the checkout page; cancelling again is harmless. A completed or expired
+         *     session (or a Stripe one) → 409 with the page. Any body is ignored.
+         */
+        post: operations["cancelCheckout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1546,6 +1713,46 @@ export interface components {
              */
             redirect_url: string;
         };
+        /** @description A checkout session, as its owner sees it. */
+        CheckoutSessionSummary: {
+            /**
+             * Format: uuid
+             * @description Session id (also in the checkout page's address).
+             */
+            id: string;
+            /** @description Amount in whole US dollars. */
+            amount_usd: number;
+            /**
+             * @description Payment provider that took (or was to take) the payment.
+             * @enum {string}
+             */
+            provider: "local" | "stripe";
+            /**
+             * @description `pending` until paid (`completed`, credited once), cancelled on the local checkout
+             *     page (`cancelled`) or not paid in time (`expired`).
+             * @enum {string}
+             */
+            status: "pending" | "completed" | "cancelled" | "expired";
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When a pending session expires.
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When the payment completed; null unless `completed`.
+             */
+            completed_at: string | null;
+        };
+        /** @description The caller's credit balance and recent checkout sessions. */
+        Credits: {
+            /** @description Sum of the caller's completed checkout sessions, in whole US dollars. */
+            balance_usd: number;
+            /** @description The caller's most recent checkout sessions, newest first. */
+            sessions: components["schemas"]["CheckoutSessionSummary"][];
+        };
         /** @description A user holding every permission. */
         SuperAdmin: {
             /** @description User id. */
@@ -1710,6 +1917,11 @@ export interface components {
          * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
          */
         ConversationIdPath: string;
+        /**
+         * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+         * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+         */
+        CheckoutSessionId: string;
     };
     requestBodies: never;
     headers: never;
@@ -2632,6 +2844,219 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+        };
+    };
+    getCredits: {
+        parameters: {
+            query?: {
+                /** @description How many recent sessions to list. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's balance and recent sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "balance_usd": 25,
+                     *       "sessions": [
+                     *         {
+                     *           "id": "0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10",
+                     *           "amount_usd": 25,
+                     *           "provider": "local",
+                     *           "status": "completed",
+                     *           "created_at": "2026-11-23T18:00:00.000Z",
+                     *           "expires_at": "2026-11-23T19:00:00.000Z",
+                     *           "completed_at": "2026-11-23T18:01:12.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Credits"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    handleStripeWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Stripe's signature of the body (`t=…,v1=…`); checked by the server, 400 when missing or wrong. */
+                "Stripe-Signature"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_1Q2w3E4r5T6y7U8i",
+                 *       "object": "event",
+                 *       "type": "checkout.session.completed",
+                 *       "created": 1795460000,
+                 *       "data": {
+                 *         "object": {
+                 *           "id": "cs_test_a1b2c3d4e5",
+                 *           "object": "checkout.session",
+                 *           "payment_status": "paid",
+                 *           "amount_total": 2500,
+                 *           "currency": "usd"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The event was processed, or acknowledged and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description The `Stripe-Signature` header is missing, does not match the body, or is too old. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Missing Stripe-Signature header"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    getCheckoutPage: {
+        parameters: {
+            query?: {
+                /** @description Set by Stripe's return URLs. */
+                outcome?: "success" | "cancel";
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+                 * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+                 */
+                session_id: components["parameters"]["CheckoutSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The checkout page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    confirmCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+                 * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+                 */
+                session_id: components["parameters"]["CheckoutSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Completed (now or before); the browser is sent back to the checkout page. */
+            303: {
+                headers: {
+                    /** @description The checkout page. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+            /** @description The session is expired or cancelled (or paid through Stripe) and cannot be completed here. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    cancelCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+                 * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+                 */
+                session_id: components["parameters"]["CheckoutSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled (now or before); the browser is sent back to the checkout page. */
+            303: {
+                headers: {
+                    /** @description The checkout page. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+            /** @description The session is completed or expired (or paid through Stripe) and cannot be cancelled. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     listSuperAdmins: {

@@ -17,6 +17,7 @@ import { superAdminHandlers } from './api/handlers/super-admins.ts';
 import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
 import { webhookHandlers } from './api/handlers/webhooks.ts';
 import { workspaceHandlers } from './api/handlers/workspaces.ts';
+import { billingHandlers } from './api/handlers/billing.ts';
 import { liveHandlers } from './api/handlers/live.ts';
 import { LiveStreams, registerLiveStreams } from './live/live-streams.ts';
 import { StreamTickets } from './live/stream-tickets.ts';
@@ -25,6 +26,7 @@ import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
 import { createWorkspaceService } from './workspaces/setup.ts';
+import { createBillingService } from './billing/billing-service.ts';
 
 export interface AppDeps {
   readonly config: Config;
@@ -80,6 +82,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const conversations = new ConversationService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
   const workspaces = createWorkspaceService(config, orm.em, logger);
+  const billing = createBillingService(orm.em, config.billing, logger);
   const liveStreams = new LiveStreams(orm.config.get('clientUrl')!, conversations, {
     bufferBytes: config.liveStreamBufferBytes,
     stallMs: config.liveStreamStallMs,
@@ -95,6 +98,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
     ...workspaceHandlers(workspaces),
+    ...billingHandlers(billing),
     ...liveHandlers(conversations, liveStreams, streamTickets),
   };
 

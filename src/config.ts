@@ -33,6 +33,9 @@ export interface Config {
   /** Time given to each call to the issue tracker before registration answers 503. */
   readonly issueTrackerTimeoutMs: number;
 
+  // Billing (issue 8): checkout sessions through Stripe or the built-in local checkout.
+  readonly billing: BillingConfig;
+
   // Live conversation streams (src/live/)
   /** Bytes a live subscriber may have waiting to be sent (and again queued) before it is disconnected as too slow. */
   readonly liveStreamBufferBytes: number;
@@ -44,6 +47,26 @@ export interface Config {
   readonly liveStreamMaxPerUser: number;
   /** How long a stream ticket (for browsers' EventSource) stays valid; it is single-use. */
   readonly liveStreamTicketTtlMs: number;
+}
+
+/** Stripe Checkout: the secret API key, the webhook signing secret and (for tests) the API's address. */
+export interface StripeConfig {
+  readonly secretKey: string;
+  readonly webhookSecret: string;
+  /** Where the SDK sends its requests; Stripe's own API unless `STRIPE_API_BASE_URL` names another. */
+  readonly apiBaseUrl?: URL;
+}
+
+export interface BillingConfig {
+  /** Largest amount of one checkout, in whole US dollars. */
+  readonly maxAmountUsd: number;
+  /** A pending checkout session expires this many minutes after it was created. */
+  readonly sessionTtlMinutes: number;
+  /** The server's address as browsers reach it; checkout pages and Stripe's return URLs start with it. */
+  readonly publicBaseUrl: string;
+  /** `stripe` when a Stripe secret key is configured, otherwise the built-in `local` checkout. */
+  readonly provider: 'local' | 'stripe';
+  readonly stripe?: StripeConfig;
 }
 
 export class ConfigError extends Error {
@@ -99,6 +122,9 @@ export function loadConfig(env: Env = process.env): Config {
     issueTrackerBaseUrl: issueTrackerBaseUrl(env),
     issueTrackerTimeoutMs: integer(env, 'ISSUE_TRACKER_TIMEOUT_MS', 5_000, 100, 120_000),
 
+    // Billing (issue 8)
+    billing: loadBillingConfig(env),
+
     // Live conversation streams (src/live/)
     liveStreamBufferBytes: integer(env, 'LIVE_STREAM_BUFFER_BYTES', 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024),
     liveStreamStallMs: integer(env, 'LIVE_STREAM_STALL_MS', 10_000, 100, 3_600_000),
@@ -133,4 +159,53 @@ function issueTrackerBaseUrl(env: Env): string | undefined {
     throw new ConfigError(`ISSUE_TRACKER_BASE_URL must be an http(s) URL, got "${raw}"`);
   }
   return raw.replace(/\/+$/, '');
+}
+
+/** An absolute http(s) URL without query or fragment, returned without a trailing slash. */
+function baseUrl(name: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute http:// or https:// URL, got "${raw}"`);
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.search || url.hash || url.username || url.password) {
+    throw new ConfigError(`${name} must be an absolute http:// or https:// URL without query, fragment or credentials`);
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+/**
+ * Billing settings. Stripe is used when `STRIPE_SECRET_KEY` is set (or `BILLING_PROVIDER=stripe`),
+ * and then needs the webhook secret too: without it no payment could ever complete. Stripe accepts a
+ * session lifetime of 30 minutes to 24 hours; ours is handed to Stripe, so both expire together.
+ */
+function loadBillingConfig(env: Env): BillingConfig {
+  const secretKey = env.STRIPE_SECRET_KEY?.trim() || undefined;
+  const webhookSecret = env.STRIPE_WEBHOOK_SECRET?.trim() || undefined;
+  const requested = env.BILLING_PROVIDER?.trim() || (secretKey ? 'stripe' : 'local');
+  if (requested !== 'local' && requested !== 'stripe') {
+    throw new ConfigError(`BILLING_PROVIDER must be local or stripe, got "${requested}"`);
+  }
+  let stripe: StripeConfig | undefined;
+  if (requested === 'stripe') {
+    if (!secretKey) throw new ConfigError('BILLING_PROVIDER=stripe needs STRIPE_SECRET_KEY');
+    if (!webhookSecret) throw new ConfigError('STRIPE_SECRET_KEY is set but STRIPE_WEBHOOK_SECRET is not: no payment could complete');
+    const apiBase = env.STRIPE_API_BASE_URL?.trim();
+    stripe = {
+      secretKey,
+      webhookSecret,
+      ...(apiBase ? { apiBaseUrl: new URL(baseUrl('STRIPE_API_BASE_URL', apiBase)) } : {}),
+    };
+  }
+  const port = integer(env, 'PORT', 3000, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const reachableHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return {
+    maxAmountUsd: integer(env, 'BILLING_MAX_AMOUNT_USD', 10_000, 1, 999_999),
+    sessionTtlMinutes: integer(env, 'CHECKOUT_SESSION_TTL_MINUTES', 60, stripe ? 30 : 1, 1440),
+    publicBaseUrl: baseUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL?.trim() || `http://${reachableHost}:${port}`),
+    provider: requested,
+    ...(stripe ? { stripe } : {}),
+  };
 }

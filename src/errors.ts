@@ -42,6 +42,11 @@ export class UnavailableError extends DomainError {
   override name = 'UnavailableError';
 }
 
+/** A signed request (a payment provider's webhook) whose signature is missing, wrong or stale. */
+export class InvalidSignatureError extends DomainError {
+  override name = 'InvalidSignatureError';
+}
+
 /** The caller has too many of something at once (for example live streams); retry later. */
 export class TooManyRequestsError extends DomainError {
   override name = 'TooManyRequestsError';
@@ -55,6 +60,7 @@ const STATUS_BY_ERROR: ReadonlyArray<[new (...args: never[]) => DomainError, num
   [InvalidInputError, 422],
   [TooManyRequestsError, 429],
   [UnavailableError, 503],
+  [InvalidSignatureError, 400],
 ];
 
 /** The HTTP status of a domain error. */

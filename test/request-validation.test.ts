@@ -193,15 +193,6 @@ describe('protocol errors', () => {
     expect(response.body).to.deep.equal({ detail: 'Request body exceeds the limit of 2048 bytes' });
   });
 
-  it('answers 501 {detail} for an operation whose issue has not landed', async () => {
-    const response = await client.request
-      .post('/api/billing/create-checkout-session')
-      .set('X-Access-Token', user.accessToken)
-      .send({ amount: 5 })
-      .expect(501);
-    expect(response.body).to.deep.equal({ detail: 'createCheckoutSession is not implemented yet' });
-  });
-
   it('answers 401 before reading the body of a request without a credential', async () => {
     const response = await client.request
       .post(`/api/v1/webhooks/events/${randomUUID()}`)

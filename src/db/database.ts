@@ -12,6 +12,8 @@ import { Migration20261122010000_ingest_function } from './migrations/Migration2
 import { Migration20261122015000_lossless_payloads } from './migrations/Migration20261122015000_lossless_payloads.ts';
 import { Migration20261122016000_live_notifications } from './migrations/Migration20261122016000_live_notifications.ts';
 import { Migration20261123020000_workspaces } from './migrations/Migration20261123020000_workspaces.ts';
+import { Migration20261123030000_billing } from './migrations/Migration20261123030000_billing.ts';
+import { CheckoutSessionSchema, CreditLedgerEntrySchema } from '../billing/entities.ts';
 import { Migration20261123050000_live_streams } from './migrations/Migration20261123050000_live_streams.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
@@ -21,6 +23,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261122015000_lossless_payloads', class: Migration20261122015000_lossless_payloads },
   { name: 'Migration20261122016000_live_notifications', class: Migration20261122016000_live_notifications },
   { name: 'Migration20261123020000_workspaces', class: Migration20261123020000_workspaces },
+  { name: 'Migration20261123030000_billing', class: Migration20261123030000_billing },
   { name: 'Migration20261123050000_live_streams', class: Migration20261123050000_live_streams },
 ];
 
@@ -41,7 +44,17 @@ export interface Database {
 export function ormOptions(clientUrl: string, log?: Logger, poolSize = 10): Options {
   return {
     clientUrl,
-    entities: [UserSchema, CredentialSchema, VerifiedModelSchema, ConversationSchema, ConversationEventSchema, WorkspaceSchema, WorkspaceLinkSchema],
+    entities: [
+      UserSchema,
+      CredentialSchema,
+      VerifiedModelSchema,
+      ConversationSchema,
+      ConversationEventSchema,
+      WorkspaceSchema,
+      WorkspaceLinkSchema,
+      CheckoutSessionSchema,
+      CreditLedgerEntrySchema,
+    ],
     extensions: [Migrator],
     migrations: { migrationsList: MIGRATIONS, transactional: true, allOrNothing: true, snapshot: false },
     pool: { min: 0, max: poolSize },
