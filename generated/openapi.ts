@@ -483,8 +483,34 @@ export interface components {
             } | null;
         };
         /**
+         * @description Extension (not in interface.md): the SDK's small, privacy-safe failure classification
+         *     (`openhands-sdk` `event/error_classification.py`, `extra="forbid"`). The SDK's validators
+         *     fill it in on every `ConversationErrorEvent` and `AgentErrorEvent`, so real error events
+         *     always carry it. Closed, like the SDK model.
+         */
+        ErrorClassification: {
+            /**
+             * @description Broad kind of the failure (`FailureKind`).
+             * @enum {string}
+             */
+            kind: "auth" | "quota" | "rate_limit" | "config" | "transient" | "agent_action" | "internal" | "unknown";
+            /** @description Whether retrying may succeed. */
+            retryable: boolean;
+            /**
+             * @description What the user can do about it (`FailureAction`).
+             * @default none
+             * @enum {string}
+             */
+            user_action: "none" | "retry" | "settings";
+            /** @description Id of the failure for support and telemetry, if any. */
+            error_id?: string | null;
+        };
+        /**
          * @description An LLM message. Fields after `tool_call_id` are not shown by the interface: further
-         *     properties are accepted and stored unchanged (DECISIONS.md).
+         *     properties are accepted and stored unchanged (DECISIONS.md). The ones the SDK
+         *     (`openhands-sdk` `llm/message.py`, commit 611629e) serializes on every message are described
+         *     below as extensions: `name`, `reasoning_content`, `thinking_blocks`,
+         *     `responses_reasoning_item`.
          */
         Message: {
             /**
@@ -501,21 +527,40 @@ export interface components {
             tool_calls?: components["schemas"]["MessageToolCall"][] | null;
             /** @description For a tool message, the id of the tool call it answers. */
             tool_call_id?: string | null;
+            /** @description Extension (SDK `Message`, not in interface.md) — for a tool message, the tool's name. */
+            name?: string | null;
+            /** @description Extension (SDK `Message`) — intermediate reasoning of a reasoning model. */
+            reasoning_content?: string | null;
+            /** @description Extension (SDK `Message`) — provider thinking blocks of the response. */
+            thinking_blocks?: (components["schemas"]["ThinkingBlock"] | components["schemas"]["RedactedThinkingBlock"])[];
+            /** @description Extension (SDK `Message`) — reasoning item of the Responses API, or null. */
+            responses_reasoning_item?: components["schemas"]["ReasoningItemModel"] | null;
         } & {
             [key: string]: unknown;
         };
         /**
-         * @description Name of an action kind; the value of `kind` inside `ActionEvent.action`.
+         * @description Name of an action kind; the value of `kind` inside `ActionEvent.action`. The interface's 37
+         *     names, plus one extension: `ConsultTomAction` (openhands-tools `tom_consult`), which real
+         *     agents send although interface.md does not list it. Client-defined tools have kinds of their
+         *     own (`ClientActionKind`).
          * @enum {string}
          */
-        ActionKind: "MCPToolAction" | "FinishAction" | "InvokeSkillAction" | "SwitchLLMAction" | "ThinkAction" | "VisionInspectAction" | "ApplyPatchAction" | "BrowserAction" | "BrowserClickAction" | "BrowserCloseTabAction" | "BrowserGetContentAction" | "BrowserGetStateAction" | "BrowserGetStorageAction" | "BrowserGoBackAction" | "BrowserListTabsAction" | "BrowserNavigateAction" | "BrowserScrollAction" | "BrowserSetStorageAction" | "BrowserStartRecordingAction" | "BrowserStopRecordingAction" | "BrowserSwitchTabAction" | "BrowserTypeAction" | "DelegateAction" | "FileEditorAction" | "EditAction" | "ListDirectoryAction" | "ReadFileAction" | "WriteFileAction" | "GlobAction" | "GrepAction" | "PlanningFileEditorAction" | "TaskAction" | "TaskTrackerAction" | "TerminalAction" | "ConsultAdvisorAction" | "SleeptimeComputeAction" | "WorkflowAction";
+        ActionKind: "MCPToolAction" | "FinishAction" | "InvokeSkillAction" | "SwitchLLMAction" | "ThinkAction" | "VisionInspectAction" | "ApplyPatchAction" | "BrowserAction" | "BrowserClickAction" | "BrowserCloseTabAction" | "BrowserGetContentAction" | "BrowserGetStateAction" | "BrowserGetStorageAction" | "BrowserGoBackAction" | "BrowserListTabsAction" | "BrowserNavigateAction" | "BrowserScrollAction" | "BrowserSetStorageAction" | "BrowserStartRecordingAction" | "BrowserStopRecordingAction" | "BrowserSwitchTabAction" | "BrowserTypeAction" | "DelegateAction" | "FileEditorAction" | "EditAction" | "ListDirectoryAction" | "ReadFileAction" | "WriteFileAction" | "GlobAction" | "GrepAction" | "PlanningFileEditorAction" | "TaskAction" | "TaskTrackerAction" | "TerminalAction" | "ConsultAdvisorAction" | "SleeptimeComputeAction" | "WorkflowAction" | "ConsultTomAction";
+        /**
+         * @description Extension (not in interface.md): the action kind of a client-defined tool. The SDK
+         *     (`openhands-sdk` `tool/client_tool.py`) builds the action class of a tool that the client
+         *     executes itself at run time and names it `ClientAction_<tool name>`, so these kinds are
+         *     open-ended and accepted by this pattern.
+         */
+        ClientActionKind: string;
         /**
          * @description A single executable tool call. Only `kind` is checked; the payload fields of every action
          *     kind are not shown by the interface, so further properties are accepted and stored
          *     unchanged (DECISIONS.md).
          */
         Action: {
-            kind: components["schemas"]["ActionKind"];
+            /** @description A listed action kind (`ActionKind`) or a client-defined tool's (`ClientActionKind`). */
+            kind: components["schemas"]["ActionKind"] | components["schemas"]["ClientActionKind"];
         } & {
             [key: string]: unknown;
         };
@@ -699,6 +744,12 @@ export interface components {
             code: string;
             /** @description Error details. */
             detail: string;
+            /**
+             * @description Extension (not in interface.md): the failure's classification (`ErrorClassification`),
+             *     or null. The SDK fills it in from `code` and `detail` whenever it is not given, so every
+             *     ConversationErrorEvent the agent-server sends has one.
+             */
+            classification?: components["schemas"]["ErrorClassification"] | null;
         };
         /**
          * @description A change of conversation state, sent so remote clients stay in sync without REST calls.
@@ -727,7 +778,8 @@ export interface components {
             /**
              * @description New value (any JSON value). With `key = execution_status` it is the new status
              *     (`idle`, `running`, `paused`, `waiting_for_confirmation`, `finished`, `error`,
-             *     `stuck`) and becomes the conversation's `execution_status`. With `key = full_state`
+             *     `stuck`, `deleting`) and becomes the conversation's `execution_status`; any other value
+             *     is stored without effect. With `key = full_state`
              *     it is a snapshot object of the whole state; its `execution_status`, when present,
              *     becomes the conversation's `execution_status`.
              */
@@ -857,10 +909,10 @@ export interface components {
             /** @description Reasoning item from model output, or null. */
             responses_reasoning_item?: components["schemas"]["ReasoningItemModel"] | null;
             /**
-             * @description Not listed by interface.md: OpenRouter reasoning blocks, which current OpenHands
-             *     agent-servers include in every ActionEvent they send (`null` when there are none).
-             *     Accepted so that the real client's batches are not rejected; stored opaquely and never
-             *     logged (they may carry encrypted reasoning).
+             * @description Not listed by interface.md: OpenRouter reasoning blocks (array of objects, or null).
+             *     The SDK at commit 611629e (openhands-sdk 1.43.1) never emits this field; it stays
+             *     accepted so that producers that do send it are not refused (harmless: stored opaquely,
+             *     never logged, as they may carry encrypted reasoning).
              */
             reasoning_details?: {
                 [key: string]: unknown;
@@ -936,6 +988,12 @@ export interface components {
             tool_call_id: string;
             /** @description Error message from the scaffold. */
             error: string;
+            /**
+             * @description Extension (not in interface.md): the failure's classification (`ErrorClassification`),
+             *     or null. The SDK sets `{kind: unknown, retryable: false}` when the producer gave none, so
+             *     every AgentErrorEvent the agent-server sends has one.
+             */
+            classification?: components["schemas"]["ErrorClassification"] | null;
         };
         /** @description The result of an action. */
         ObservationEvent: {
@@ -1126,7 +1184,7 @@ export interface components {
              *     `ingestEvents`); null until a status-bearing event arrives.
              * @enum {string|null}
              */
-            execution_status: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck" | null;
+            execution_status: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck" | "deleting" | null;
             /** @description Number of stored events (StreamingDeltaEvent is not stored). */
             event_count: number;
             /**
