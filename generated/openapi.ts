@@ -69,6 +69,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive the agent-server's conversation info
+         * @description Extension (not in interface.md). The agent-server's `ConversationWebhookSubscriber`
+         *     posts `ConversationInfo.model_dump(mode="json")` (openhands-agent-server `models.py`) to
+         *     `{base_url}/conversations` on every change of a conversation's state, with the same
+         *     `X-Session-API-Key` and the same retries as the event webhook.
+         *
+         *     - **Conversation.** A conversation not seen before is created, owned by the session key's
+         *       user (201); an existing one of the caller's is updated (200); another user's → 403 and
+         *       nothing is stored.
+         *     - **What is used.** `title`, `execution_status` and `metrics` become what
+         *       `getConversation` shows (`title`, `execution_status`, `metrics`). A post whose
+         *       `updated_at` is older than that of the info already stored is acknowledged and ignored,
+         *       so a late retry cannot undo a newer state.
+         *     - **Closed where used, open elsewhere.** The fields this service reads (`id`, `title`,
+         *       `execution_status`, `created_at`, `updated_at`, `metrics`, `stats`) are checked (422);
+         *       everything else (agent configuration, workspace, tags, …) is accepted as the
+         *       agent-server sends it.
+         *     - **Secrets.** The info is stored as sent, minus every secret-looking key at any depth
+         *       (`api_key`, `secret…`, `…_secret`, `…token`, `password`, `credential(s)`,
+         *       `authorization`, `cookie`, `private_key`, `access_key`, `session_key`, camelCase or
+         *       not) whose value is a string, object or array; numbers (token counts) are kept. The
+         *       body is never logged and never echoed in a 422.
+         *     - **Lossless.** Stored as JSON text (PostgreSQL `json`), like events: `\u0000`, lone
+         *       surrogates and large numbers are kept.
+         */
+        post: operations["receiveConversationInfo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/conversations": {
         parameters: {
             query?: never;
@@ -101,7 +143,8 @@ export interface paths {
         };
         /**
          * Get one conversation
-         * @description Returns a conversation owned by the caller with its execution status and event count.
+         * @description Returns a conversation owned by the caller with its execution status and event count, and the
+         *     title and latest metrics from the agent-server's conversation info (`receiveConversationInfo`).
          */
         get: operations["getConversation"];
         put?: never;
@@ -1172,6 +1215,110 @@ export interface components {
             /** @description Parent event id; see `Event`. */
             parent_id?: string | null;
         };
+        /**
+         * @description The SDK's `ConversationExecutionStatus` values.
+         * @enum {string}
+         */
+        ExecutionStatus: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck" | "deleting";
+        /** @description Token counts of LLM calls (SDK `TokenUsage`). */
+        TokenUsage: {
+            /** @description Model name. */
+            model?: string;
+            /** @description Prompt tokens. */
+            prompt_tokens?: number;
+            /** @description Completion tokens. */
+            completion_tokens?: number;
+            /** @description Prompt tokens read from the provider's cache. */
+            cache_read_tokens?: number;
+            /** @description Prompt tokens written to the provider's cache. */
+            cache_write_tokens?: number;
+            /** @description Reasoning tokens. */
+            reasoning_tokens?: number;
+            /** @description Context window of the model. */
+            context_window?: number;
+            /** @description Tokens of the last turn. */
+            per_turn_token?: number;
+            /** @description Id of the LLM response. */
+            response_id?: string;
+        };
+        /** @description Accumulated cost and token usage of a conversation (SDK `MetricsSnapshot`). */
+        MetricsSnapshot: {
+            /** @description Model name. */
+            model_name?: string;
+            /** @description Accumulated cost in US dollars. */
+            accumulated_cost?: number;
+            /** @description Budget limit per task, if any. */
+            max_budget_per_task?: number | null;
+            /** @description Accumulated token usage, or null. */
+            accumulated_token_usage?: components["schemas"]["TokenUsage"] | null;
+        };
+        /**
+         * @description Metrics of one LLM (SDK `Metrics`): a `MetricsSnapshot` plus, unless the agent-server sent a
+         *     snapshot, the history of costs, latencies and token usages.
+         */
+        Metrics: {
+            /** @description Model name. */
+            model_name?: string;
+            /** @description Accumulated cost in US dollars. */
+            accumulated_cost?: number;
+            /** @description Budget limit per task, if any. */
+            max_budget_per_task?: number | null;
+            /** @description Accumulated token usage, or null. */
+            accumulated_token_usage?: components["schemas"]["TokenUsage"] | null;
+            /** @description Cost of each call. */
+            costs?: {
+                /** @description Model name. */
+                model: string;
+                /** @description Cost in US dollars. */
+                cost: number;
+                /** @description Unix time of the call. */
+                timestamp?: number;
+            }[];
+            /** @description Latency of each call. */
+            response_latencies?: {
+                /** @description Model name. */
+                model: string;
+                /** @description Latency in seconds. */
+                latency: number;
+                /** @description Id of the LLM response. */
+                response_id: string;
+            }[];
+            /** @description Token usage of each call. */
+            token_usages?: components["schemas"]["TokenUsage"][];
+        };
+        /** @description Per-LLM usage metrics of a conversation (SDK `ConversationStats`). */
+        ConversationStats: {
+            /** @description Metrics by usage id (for example `agent`, `condenser`). */
+            usage_to_metrics?: {
+                [key: string]: components["schemas"]["Metrics"];
+            };
+        };
+        /**
+         * @description Extension (not in interface.md): the agent-server's `ConversationInfo`, as
+         *     `model_dump(mode="json")` writes it. Only the fields this service reads are described and
+         *     checked; every other property (agent, workspace, confirmation policy, tags, …) is accepted
+         *     unchanged. Secret-looking keys are removed before it is stored (see
+         *     `receiveConversationInfo`).
+         */
+        ConversationInfo: {
+            /**
+             * Format: uuid
+             * @description Conversation id (dashed or 32 hex digits).
+             */
+            id: string;
+            /** @description Title of the conversation, once the agent-server has one. */
+            title?: string | null;
+            execution_status?: components["schemas"]["ExecutionStatus"];
+            /** @description When the agent-server created the conversation (ISO 8601; without an offset, UTC). */
+            created_at?: string;
+            /** @description When the agent-server last changed it (ISO 8601; without an offset, UTC). */
+            updated_at?: string;
+            /** @description The conversation's accumulated metrics, or null. */
+            metrics?: components["schemas"]["MetricsSnapshot"] | null;
+            stats?: components["schemas"]["ConversationStats"];
+        } & {
+            [key: string]: unknown;
+        };
         /** @description A conversation created by its first webhook delivery, owned by the session key's user. */
         Conversation: {
             /**
@@ -1180,8 +1327,14 @@ export interface components {
              */
             id: string;
             /**
+             * @description Title from the agent-server's latest conversation info (`receiveConversationInfo`);
+             *     null until it sends one.
+             */
+            title: string | null;
+            /**
              * @description Execution status (values of the agent SDK), derived from the events (see
-             *     `ingestEvents`); null until a status-bearing event arrives.
+             *     `ingestEvents`) and from the agent-server's conversation info
+             *     (`receiveConversationInfo`), whichever came last; null until either says.
              * @enum {string|null}
              */
             execution_status: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck" | "deleting" | null;
@@ -1202,6 +1355,11 @@ export interface components {
              * @description When the last event was stored; null when none is stored yet.
              */
             last_event_at: string | null;
+            /**
+             * @description Accumulated cost and token usage from the agent-server's latest conversation info
+             *     (`receiveConversationInfo`); null until it sends some.
+             */
+            metrics: components["schemas"]["MetricsSnapshot"] | null;
         };
         /** @description One page of conversations. */
         ConversationPage: {
@@ -1560,6 +1718,97 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    receiveConversationInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                 *       "title": "Fix the failing test",
+                 *       "execution_status": "running",
+                 *       "created_at": "2026-11-23T18:00:00Z",
+                 *       "updated_at": "2026-11-23T18:05:00Z",
+                 *       "metrics": {
+                 *         "model_name": "anthropic/claude-sonnet-4-5",
+                 *         "accumulated_cost": 0.0123,
+                 *         "max_budget_per_task": null,
+                 *         "accumulated_token_usage": {
+                 *           "model": "anthropic/claude-sonnet-4-5",
+                 *           "prompt_tokens": 1200,
+                 *           "completion_tokens": 300,
+                 *           "cache_read_tokens": 100,
+                 *           "cache_write_tokens": 0,
+                 *           "reasoning_tokens": 0,
+                 *           "context_window": 200000,
+                 *           "per_turn_token": 1500,
+                 *           "response_id": ""
+                 *         }
+                 *       },
+                 *       "stats": {
+                 *         "usage_to_metrics": {}
+                 *       },
+                 *       "agent": {
+                 *         "kind": "Agent",
+                 *         "llm": {
+                 *           "model": "anthropic/claude-sonnet-4-5",
+                 *           "usage_id": "agent"
+                 *         }
+                 *       },
+                 *       "workspace": {
+                 *         "kind": "LocalWorkspace",
+                 *         "working_dir": "/workspace/project"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConversationInfo"];
+            };
+        };
+        responses: {
+            /** @description The caller's existing conversation was updated (or the post was older than what is stored). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            /** @description The conversation was new and has been created, owned by the caller. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The conversation exists and is owned by another user. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This conversation belongs to another user."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listConversations: {
         parameters: {
             query?: {
@@ -1585,11 +1834,13 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "title": null,
                      *           "execution_status": "running",
                      *           "event_count": 3,
                      *           "created_at": "2025-01-15T10:30:00.200Z",
                      *           "updated_at": "2025-01-15T10:30:03.100Z",
-                     *           "last_event_at": "2025-01-15T10:30:03.100Z"
+                     *           "last_event_at": "2025-01-15T10:30:03.100Z",
+                     *           "metrics": null
                      *         }
                      *       ],
                      *       "next_cursor": "eyJ1IjoiMjAyNS0wMS0xNVQxMDozMDowMy4xMDBaIn0"
@@ -1626,11 +1877,28 @@ export interface operations {
                     /**
                      * @example {
                      *       "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "title": "List the repository files",
                      *       "execution_status": "paused",
                      *       "event_count": 42,
                      *       "created_at": "2025-01-15T10:30:00.200Z",
                      *       "updated_at": "2025-01-15T10:41:12.900Z",
-                     *       "last_event_at": "2025-01-15T10:41:12.900Z"
+                     *       "last_event_at": "2025-01-15T10:41:12.900Z",
+                     *       "metrics": {
+                     *         "model_name": "anthropic/claude-sonnet-4-5",
+                     *         "accumulated_cost": 0.0123,
+                     *         "max_budget_per_task": null,
+                     *         "accumulated_token_usage": {
+                     *           "model": "anthropic/claude-sonnet-4-5",
+                     *           "prompt_tokens": 1200,
+                     *           "completion_tokens": 300,
+                     *           "cache_read_tokens": 100,
+                     *           "cache_write_tokens": 0,
+                     *           "reasoning_tokens": 0,
+                     *           "context_window": 200000,
+                     *           "per_turn_token": 1500,
+                     *           "response_id": ""
+                     *         }
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];

@@ -19,6 +19,7 @@ import { webhookHandlers } from './api/handlers/webhooks.ts';
 import { Authenticator, requirePermission, type Permission } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
+import { ConversationInfoService } from './conversations/conversation-info-service.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
 
 export interface AppDeps {
@@ -73,11 +74,12 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const authenticator = new Authenticator(orm.em, config.credentialCacheTtlMs);
   const identity = new IdentityService(orm.em);
   const conversations = new ConversationService(orm.em, logger);
+  const conversationInfos = new ConversationInfoService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
-    ...webhookHandlers(conversations),
+    ...webhookHandlers(conversations, conversationInfos),
     ...conversationHandlers(conversations),
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
