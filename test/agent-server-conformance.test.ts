@@ -94,6 +94,22 @@ describe('the real agent-server, end to end (SDK fixtures)', () => {
     expect(texts).to.deep.equal(expected.map((event) => JSON.stringify(event)));
   });
 
+  it("takes the agent-server's ConversationInfo as it posts it, beside the events of the same conversation", async () => {
+    const info = JSON.parse(readFileSync(new URL('conversation-info.json', fixturesDir), 'utf8')) as Record<string, unknown>;
+    const conversationId = info.id as string;
+    const post = () =>
+      client.request.post('/api/v1/webhooks/conversations').set('X-Session-API-Key', owner.sessionApiKey).send(info);
+    await post().expect(201);
+    await postBatch(conversationId.replace(/-/g, ''), sdkEvents.slice(0, BATCH_SIZE)).expect(200);
+    await post().expect(200); // posted again on the next state change
+    const conversation = await client.request
+      .get(`/api/v1/conversations/${conversationId}`)
+      .set('X-Access-Token', owner.accessToken)
+      .expect(200);
+    expect(conversation.body).to.include({ id: conversationId, title: info.title, execution_status: info.execution_status, event_count: BATCH_SIZE });
+    expect(conversation.body.metrics).to.deep.equal(info.metrics);
+  });
+
   it('reads back the NUL and the lone surrogate of a terminal observation exactly', async () => {
     const observation = sdkEvents.find((e) => e.kind === 'ObservationEvent')!;
     const output = JSON.stringify(observation.observation);

@@ -12,7 +12,8 @@ import { minimalEvent } from './fixtures/events.ts';
  * test/fixtures/agent-server/generator/.
  */
 const infoText = readFileSync(new URL('./fixtures/agent-server/conversation-info.json', import.meta.url), 'utf8');
-type Info = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+/** A ConversationInfo document, edited freely by the tests. */
+type Info = Record<string, any>;
 
 /** The fixture for a conversation of our choosing, with secrets where a real one can carry them. */
 function conversationInfo(conversationId: string, changes: Info = {}): Info {
