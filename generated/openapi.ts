@@ -190,11 +190,102 @@ export interface paths {
          * Register an issue-tracker workspace
          * @description Creates an issue-tracker workspace with the caller as its admin and links the caller to
          *     it (201). Registering an existing `workspace_name` again updates it (200) when the caller
-         *     is its admin, otherwise 403. `status` becomes `active` or `inactive` from `is_active`.
-         *     `webhook_secret` and `svc_acc_api_key` are encrypted at rest (AES-256-GCM) and never
-         *     returned. Any signed-in user may register (the interface does not name a permission).
+         *     is its admin, otherwise 403; either way the caller's active link moves to this workspace
+         *     (a user has at most one active link). `status` becomes `active` or `inactive` from
+         *     `is_active`. `webhook_secret` and `svc_acc_api_key` are encrypted at rest (AES-256-GCM,
+         *     each ciphertext naming its key, so keys can be rotated) and never returned, logged or
+         *     echoed in a 422. Any signed-in user may register (the interface does not name a permission).
+         *
+         *     `issuetracker_cloud_id`: when the server is configured with an issue-tracker base URL
+         *     (`ISSUE_TRACKER_BASE_URL`, for Jira Cloud `https://{workspace}.atlassian.net`), the
+         *     service account is verified first (`GET {base}/rest/api/3/myself`, HTTP basic auth
+         *     `svc_acc_email:svc_acc_api_key`) and the cloud id is taken from the tracker's tenant
+         *     information (`GET {base}/_edge/tenant_info`, field `cloudId`). A refused account (401/403)
+         *     is a 422 on `svc_acc_api_key`, a site the tracker does not know (404) a 422 on
+         *     `workspace_name`; an unreachable tracker (network error, timeout, 5xx) is a 503. In each
+         *     of these cases nothing is stored. Without that configuration the cloud id is a stable
+         *     server-generated id, kept when the workspace is registered again.
          */
         post: operations["createWorkspaceRegistration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/integration/issuetracker/workspaces/{workspace_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Activate or deactivate a workspace
+         * @description Added (the interface does not show it). The workspace's admin turns it off (`inactive`:
+         *     its tracker webhooks are refused with 404 and nobody can link to it) or on again. Links
+         *     are kept either way. Anyone else → 403; unknown name → 404.
+         */
+        patch: operations["updateWorkspace"];
+        trace?: never;
+    };
+    "/integration/issuetracker/workspaces/{workspace_name}/link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Link the caller to an existing workspace
+         * @description Added (the interface does not show it). Links the caller to the active workspace of that
+         *     name, the way members of a team join the workspace their admin registered; the caller's
+         *     previous active link, if any, becomes inactive. Linking to the workspace already linked
+         *     is a no-op (200). Unknown name → 404; an inactive workspace → 409.
+         */
+        post: operations["linkWorkspace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/integration/issuetracker/events/{workspace_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive an issue-tracker webhook delivery
+         * @description Added (the interface does not show it): the reason a workspace has a `webhook_secret`.
+         *     The issue tracker posts its webhooks here, signed the way Jira Cloud signs webhooks that
+         *     have a secret: header `X-Hub-Signature: sha256=<hex>`, the lower- or upper-case hex
+         *     HMAC-SHA256 of the exact request body bytes under the workspace's `webhook_secret`. It
+         *     is compared in constant time.
+         *
+         *     - No `X-Hub-Signature` header, or one not of that form → 401, before the workspace is
+         *       looked up. A well-formed signature for an unknown or inactive workspace → 404; a wrong
+         *       signature for an active workspace → 401. (Workspace names are not secret: members link
+         *       by name.)
+         *     - Each delivery is stored once, as received (JSON text, not re-serialised), keyed by the
+         *       tracker's delivery id: `X-Atlassian-Webhook-Identifier` (Jira Cloud), else
+         *       `sha256:<hex>` of the body. A redelivery is acknowledged with 200 and
+         *       `duplicate: true` and not stored again.
+         *     - No credential header: the signature is the credential.
+         */
+        post: operations["receiveTrackerEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -216,7 +307,12 @@ export interface paths {
         get: operations["getWorkspaceLink"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Unlink the caller from their workspace
+         * @description Added (the interface does not show it). Makes the caller's active link inactive; the
+         *     workspace itself is untouched (its admin stays its admin). No active link → 404.
+         */
+        delete: operations["unlinkWorkspace"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1457,6 +1553,27 @@ export interface components {
             updated_at: string;
             workspace: components["schemas"]["Workspace"];
         };
+        /** @description Change of a workspace by its admin. */
+        WorkspaceUpdate: {
+            /** @description Whether the workspace is active (`status` `active`) or not (`inactive`). */
+            is_active: boolean;
+        };
+        /** @description A webhook delivery of the issue tracker (for Jira, `webhookEvent`, `issue`, `comment`, …); stored exactly as received, so any properties are accepted. */
+        TrackerEvent: {
+            [key: string]: unknown;
+        };
+        /** @description Acknowledgement of a tracker delivery. */
+        TrackerDeliveryReceipt: {
+            /**
+             * @description Always true.
+             * @constant
+             */
+            success: true;
+            /** @description The delivery id the delivery is stored under (`X-Atlassian-Webhook-Identifier`, or `sha256:<hex>` of the body). */
+            delivery_id: string;
+            /** @description True when this delivery id was stored before; nothing was stored again. */
+            duplicate: boolean;
+        };
         /** @description A new verified model. The interface does not say which fields are required; `model_name` and `provider` are. */
         VerifiedModelCreate: {
             /** @description Model name, 1–255 characters after trimming (`x-trim` removes surrounding whitespace before the length is checked and the value stored). */
@@ -1595,6 +1712,20 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
+        /** @description The configured issue tracker could not be reached (network error, timeout or 5xx); nothing was stored. Retry later. */
+        IssueTrackerUnavailable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "The issue tracker could not be reached; retry later."
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
         /** @description The request body is larger than the server-configured maximum. */
         PayloadTooLarge: {
             headers: {
@@ -1648,6 +1779,11 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Name of an issue-tracker workspace.
+         * @example acme-engineering
+         */
+        WorkspaceNamePath: string;
         /**
          * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
          * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
@@ -2059,6 +2195,207 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["IssueTrackerUnavailable"];
+        };
+    };
+    updateWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of an issue-tracker workspace.
+                 * @example acme-engineering
+                 */
+                workspace_name: components["parameters"]["WorkspaceNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "is_active": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkspaceUpdate"];
+            };
+        };
+        responses: {
+            /** @description The workspace as it now is. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 3,
+                     *       "name": "acme-engineering",
+                     *       "issuetracker_cloud_id": "acme-engineering",
+                     *       "status": "inactive",
+                     *       "editable": true,
+                     *       "created_at": "2025-01-15T11:00:00.000Z",
+                     *       "updated_at": "2025-01-16T09:12:30.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    linkWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of an issue-tracker workspace.
+                 * @example acme-engineering
+                 */
+                workspace_name: components["parameters"]["WorkspaceNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's active link, now to this workspace. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 9,
+                     *       "idp_user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "issuetracker_workspace_id": 3,
+                     *       "status": "active",
+                     *       "created_at": "2025-01-15T11:00:00.000Z",
+                     *       "updated_at": "2025-01-15T11:00:00.000Z",
+                     *       "workspace": {
+                     *         "id": 3,
+                     *         "name": "acme-engineering",
+                     *         "issuetracker_cloud_id": "acme-engineering",
+                     *         "status": "active",
+                     *         "editable": false,
+                     *         "created_at": "2025-01-15T11:00:00.000Z",
+                     *         "updated_at": "2025-01-15T11:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WorkspaceLink"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description The workspace is inactive. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This workspace is inactive."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    receiveTrackerEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description `sha256=<hex>` HMAC-SHA256 of the body under the workspace's webhook secret. Missing → 401.
+                 * @example sha256=4b0b2f3c8a0f6f5e0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b
+                 */
+                "X-Hub-Signature"?: string;
+                /**
+                 * @description The tracker's id of this delivery, the same on its retries. Absent → the SHA-256 of the body.
+                 * @example 4a5b6c7d-1111-2222-3333-444455556666
+                 */
+                "X-Atlassian-Webhook-Identifier"?: string;
+            };
+            path: {
+                /**
+                 * @description Name of an issue-tracker workspace.
+                 * @example acme-engineering
+                 */
+                workspace_name: components["parameters"]["WorkspaceNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "timestamp": 1736938800000,
+                 *       "webhookEvent": "jira:issue_created",
+                 *       "issue": {
+                 *         "key": "ACME-42"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["TrackerEvent"];
+            };
+        };
+        responses: {
+            /** @description The delivery is stored (or was stored before). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "delivery_id": "4a5b6c7d-1111-2222-3333-444455556666",
+                     *       "duplicate": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackerDeliveryReceipt"];
+                };
+            };
+            /** @description The signature is missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Invalid X-Hub-Signature."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No active workspace has this name. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No active issue-tracker workspace has this name."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getWorkspaceLink: {
@@ -2097,6 +2434,39 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["WorkspaceLink"];
                 };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The caller has no active workspace link. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No issue-tracker workspace is linked to your account."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    unlinkWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller has no active link any more. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             401: components["responses"]["Unauthorized"];
             /** @description The caller has no active workspace link. */

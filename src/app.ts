@@ -16,11 +16,13 @@ import { conversationHandlers } from './api/handlers/conversations.ts';
 import { superAdminHandlers } from './api/handlers/super-admins.ts';
 import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
 import { webhookHandlers } from './api/handlers/webhooks.ts';
+import { workspaceHandlers } from './api/handlers/workspaces.ts';
 import { Authenticator, requirePermission, type Permission } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
 import { ConversationInfoService } from './conversations/conversation-info-service.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
+import { createWorkspaceService } from './workspaces/setup.ts';
 
 export interface AppDeps {
   readonly config: Config;
@@ -76,6 +78,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const conversations = new ConversationService(orm.em, logger);
   const conversationInfos = new ConversationInfoService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
+  const workspaces = createWorkspaceService(config, orm.em, logger);
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
@@ -83,6 +86,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...conversationHandlers(conversations),
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
+    ...workspaceHandlers(workspaces),
   };
 
   api.register({

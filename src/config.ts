@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { KeyringError, parseKeyring, type SecretKey } from './crypto/secret-box.ts';
 
 /** Where the database comes from: a URL the operator gives us, or a PostgreSQL we run ourselves. */
 export type DatabaseConfig = (
@@ -23,6 +24,14 @@ export interface Config {
   readonly credentialCacheTtlMs: number;
   /** Time given to in-flight requests on SIGTERM/SIGINT before the process gives up on them. */
   readonly shutdownGraceMs: number;
+
+  // Issue-tracker workspaces
+  /** `SECRETS_ENCRYPTION_KEYS`: first key encrypts, all decrypt; unset → the key file in `dataDir`. */
+  readonly secretsEncryptionKeys: readonly SecretKey[] | undefined;
+  /** `ISSUE_TRACKER_BASE_URL` (may hold `{workspace}`); unset → registration does not call a tracker. */
+  readonly issueTrackerBaseUrl: string | undefined;
+  /** Time given to each call to the issue tracker before registration answers 503. */
+  readonly issueTrackerTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -72,5 +81,37 @@ export function loadConfig(env: Env = process.env): Config {
     maxValidationErrors: integer(env, 'MAX_VALIDATION_ERRORS', 100, 1, 10_000),
     credentialCacheTtlMs: integer(env, 'CREDENTIAL_CACHE_TTL_MS', 5_000, 0, 3_600_000),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+
+    // Issue-tracker workspaces
+    secretsEncryptionKeys: secretsEncryptionKeys(env),
+    issueTrackerBaseUrl: issueTrackerBaseUrl(env),
+    issueTrackerTimeoutMs: integer(env, 'ISSUE_TRACKER_TIMEOUT_MS', 5_000, 100, 120_000),
   });
+}
+
+function secretsEncryptionKeys(env: Env): readonly SecretKey[] | undefined {
+  const raw = env.SECRETS_ENCRYPTION_KEYS?.trim();
+  if (!raw) return undefined;
+  try {
+    return Object.freeze(parseKeyring(raw));
+  } catch (error) {
+    // The message names the key id at most, never key material.
+    if (error instanceof KeyringError) throw new ConfigError(`SECRETS_ENCRYPTION_KEYS: ${error.message}`);
+    throw error;
+  }
+}
+
+function issueTrackerBaseUrl(env: Env): string | undefined {
+  const raw = env.ISSUE_TRACKER_BASE_URL?.trim();
+  if (!raw) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw.replaceAll('{workspace}', 'workspace'));
+  } catch {
+    throw new ConfigError(`ISSUE_TRACKER_BASE_URL must be an http(s) URL, got "${raw}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`ISSUE_TRACKER_BASE_URL must be an http(s) URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
 }

@@ -4,7 +4,7 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import { MIGRATIONS, migrate, ormOptions } from '../src/db/database.ts';
 import { recreateSchema, testDatabase } from './helpers/hooks.ts';
 
-const TABLES = ['conversation_infos', 'conversation_events', 'conversations', 'credentials', 'users', 'verified_models'];
+const TABLES = ['conversation_infos', 'tracker_deliveries', 'workspace_links', 'workspaces', 'conversation_events', 'conversations', 'credentials', 'users', 'verified_models'];
 
 /** Executes SQL on the test database and returns the rows. */
 function query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {

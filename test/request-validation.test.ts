@@ -195,10 +195,11 @@ describe('protocol errors', () => {
 
   it('answers 501 {detail} for an operation whose issue has not landed', async () => {
     const response = await client.request
-      .get('/integration/issuetracker/workspaces/link')
+      .post('/api/billing/create-checkout-session')
       .set('X-Access-Token', user.accessToken)
+      .send({ amount: 5 })
       .expect(501);
-    expect(response.body).to.deep.equal({ detail: 'getWorkspaceLink is not implemented yet' });
+    expect(response.body).to.deep.equal({ detail: 'createCheckoutSession is not implemented yet' });
   });
 
   it('answers 401 before reading the body of a request without a credential', async () => {

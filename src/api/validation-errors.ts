@@ -116,7 +116,9 @@ function toValidationError(error: ErrorObject, root: unknown): ValidationError {
   const p = error.params as Record<string, unknown>;
   const make = (type: string, msg: string, input: unknown, ctx?: Record<string, unknown>): ValidationError => {
     const result: ValidationError = { loc, msg, type };
-    if (input !== undefined) result.input = redactSecrets(input);
+    // A secret field's own value (`webhook_secret: "has a space"`) is redacted as well as objects holding one.
+    const last = loc[loc.length - 1];
+    if (input !== undefined) result.input = typeof last === 'string' && SECRET_PROPERTIES.has(last) ? '[redacted]' : redactSecrets(input);
     if (ctx) result.ctx = ctx;
     return result;
   };
@@ -127,7 +129,8 @@ function toValidationError(error: ErrorObject, root: unknown): ValidationError {
       // openapi-backend wraps the body as `requestBody`: a missing body is the body itself missing.
       if (loc.length === 0 && missing === 'requestBody') return { loc: ['body'], msg: 'Field required', type: 'missing' };
       loc.push(missing);
-      return make('missing', 'Field required', value);
+      // `input` is the object the field is missing from, not the (absent) field itself.
+      return { loc, msg: 'Field required', type: 'missing', ...(value !== undefined ? { input: redactSecrets(value) } : {}) };
     }
     case 'additionalProperties': {
       const extra = String(p.additionalProperty);

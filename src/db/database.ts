@@ -5,11 +5,13 @@ import type { Logger } from '../logger.ts';
 import { ConversationEventSchema, ConversationSchema } from '../conversations/entities.ts';
 import { CredentialSchema, UserSchema } from '../identity/entities.ts';
 import { VerifiedModelSchema } from '../verified-models/entities.ts';
+import { WorkspaceLinkSchema, WorkspaceSchema } from '../workspaces/entities.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.ts';
 import { Migration20261122000000_initial } from './migrations/Migration20261122000000_initial.ts';
 import { Migration20261122010000_ingest_function } from './migrations/Migration20261122010000_ingest_function.ts';
 import { Migration20261122015000_lossless_payloads } from './migrations/Migration20261122015000_lossless_payloads.ts';
 import { Migration20261122016000_live_notifications } from './migrations/Migration20261122016000_live_notifications.ts';
+import { Migration20261123020000_workspaces } from './migrations/Migration20261123020000_workspaces.ts';
 import { Migration20261123040000_conversation_info } from './migrations/Migration20261123040000_conversation_info.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
@@ -18,6 +20,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261122010000_ingest_function', class: Migration20261122010000_ingest_function },
   { name: 'Migration20261122015000_lossless_payloads', class: Migration20261122015000_lossless_payloads },
   { name: 'Migration20261122016000_live_notifications', class: Migration20261122016000_live_notifications },
+  { name: 'Migration20261123020000_workspaces', class: Migration20261123020000_workspaces },
   { name: 'Migration20261123040000_conversation_info', class: Migration20261123040000_conversation_info },
 ];
 
@@ -38,7 +41,7 @@ export interface Database {
 export function ormOptions(clientUrl: string, log?: Logger, poolSize = 10): Options {
   return {
     clientUrl,
-    entities: [UserSchema, CredentialSchema, VerifiedModelSchema, ConversationSchema, ConversationEventSchema],
+    entities: [UserSchema, CredentialSchema, VerifiedModelSchema, ConversationSchema, ConversationEventSchema, WorkspaceSchema, WorkspaceLinkSchema],
     extensions: [Migrator],
     migrations: { migrationsList: MIGRATIONS, transactional: true, allOrNothing: true, snapshot: false },
     pool: { min: 0, max: poolSize },

@@ -36,7 +36,7 @@ export async function recreateSchema(db: Database): Promise<void> {
   await migrate(db.orm);
 }
 
-const TABLES = ['conversation_infos', 'conversation_events', 'conversations', 'verified_models', 'credentials', 'users'];
+const TABLES = ['conversation_infos', 'tracker_deliveries', 'workspace_links', 'workspaces', 'conversation_events', 'conversations', 'verified_models', 'credentials', 'users'];
 
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
