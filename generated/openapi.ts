@@ -69,6 +69,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive the agent-server's conversation info
+         * @description Extension (not in interface.md). The agent-server's `ConversationWebhookSubscriber`
+         *     posts `ConversationInfo.model_dump(mode="json")` (openhands-agent-server `models.py`) to
+         *     `{base_url}/conversations` on every change of a conversation's state, with the same
+         *     `X-Session-API-Key` and the same retries as the event webhook.
+         *
+         *     - **Conversation.** A conversation not seen before is created, owned by the session key's
+         *       user (201); an existing one of the caller's is updated (200); another user's → 403 and
+         *       nothing is stored.
+         *     - **What is used.** `title`, `execution_status` and `metrics` become what
+         *       `getConversation` shows (`title`, `execution_status`, `metrics`). A post whose
+         *       `updated_at` is older than that of the info already stored is acknowledged and ignored,
+         *       so a late retry cannot undo a newer state.
+         *     - **Closed where used, open elsewhere.** The fields this service reads (`id`, `title`,
+         *       `execution_status`, `created_at`, `updated_at`, `metrics`, `stats`) are checked (422);
+         *       everything else (agent configuration, workspace, tags, …) is accepted as the
+         *       agent-server sends it.
+         *     - **Secrets.** The info is stored as sent, minus every secret-looking key at any depth
+         *       (`api_key`, `secret…`, `…_secret`, `…token`, `password`, `credential(s)`,
+         *       `authorization`, `cookie`, `private_key`, `access_key`, `session_key`, camelCase or
+         *       not) whose value is a string, object or array; numbers (token counts) are kept. The
+         *       body is never logged and never echoed in a 422.
+         *     - **Lossless.** Stored as JSON text (PostgreSQL `json`), like events: `\u0000`, lone
+         *       surrogates and large numbers are kept.
+         */
+        post: operations["receiveConversationInfo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/conversations": {
         parameters: {
             query?: never;
@@ -101,7 +143,8 @@ export interface paths {
         };
         /**
          * Get one conversation
-         * @description Returns a conversation owned by the caller with its execution status and event count.
+         * @description Returns a conversation owned by the caller with its execution status and event count, and the
+         *     title and latest metrics from the agent-server's conversation info (`receiveConversationInfo`).
          */
         get: operations["getConversation"];
         put?: never;
@@ -859,8 +902,34 @@ export interface components {
             } | null;
         };
         /**
+         * @description Extension (not in interface.md): the SDK's small, privacy-safe failure classification
+         *     (`openhands-sdk` `event/error_classification.py`, `extra="forbid"`). The SDK's validators
+         *     fill it in on every `ConversationErrorEvent` and `AgentErrorEvent`, so real error events
+         *     always carry it. Closed, like the SDK model.
+         */
+        ErrorClassification: {
+            /**
+             * @description Broad kind of the failure (`FailureKind`).
+             * @enum {string}
+             */
+            kind: "auth" | "quota" | "rate_limit" | "config" | "transient" | "agent_action" | "internal" | "unknown";
+            /** @description Whether retrying may succeed. */
+            retryable: boolean;
+            /**
+             * @description What the user can do about it (`FailureAction`).
+             * @default none
+             * @enum {string}
+             */
+            user_action: "none" | "retry" | "settings";
+            /** @description Id of the failure for support and telemetry, if any. */
+            error_id?: string | null;
+        };
+        /**
          * @description An LLM message. Fields after `tool_call_id` are not shown by the interface: further
-         *     properties are accepted and stored unchanged (DECISIONS.md).
+         *     properties are accepted and stored unchanged (DECISIONS.md). The ones the SDK
+         *     (`openhands-sdk` `llm/message.py`, commit 611629e) serializes on every message are described
+         *     below as extensions: `name`, `reasoning_content`, `thinking_blocks`,
+         *     `responses_reasoning_item`.
          */
         Message: {
             /**
@@ -877,21 +946,40 @@ export interface components {
             tool_calls?: components["schemas"]["MessageToolCall"][] | null;
             /** @description For a tool message, the id of the tool call it answers. */
             tool_call_id?: string | null;
+            /** @description Extension (SDK `Message`, not in interface.md) — for a tool message, the tool's name. */
+            name?: string | null;
+            /** @description Extension (SDK `Message`) — intermediate reasoning of a reasoning model. */
+            reasoning_content?: string | null;
+            /** @description Extension (SDK `Message`) — provider thinking blocks of the response. */
+            thinking_blocks?: (components["schemas"]["ThinkingBlock"] | components["schemas"]["RedactedThinkingBlock"])[];
+            /** @description Extension (SDK `Message`) — reasoning item of the Responses API, or null. */
+            responses_reasoning_item?: components["schemas"]["ReasoningItemModel"] | null;
         } & {
             [key: string]: unknown;
         };
         /**
-         * @description Name of an action kind; the value of `kind` inside `ActionEvent.action`.
+         * @description Name of an action kind; the value of `kind` inside `ActionEvent.action`. The interface's 37
+         *     names, plus one extension: `ConsultTomAction` (openhands-tools `tom_consult`), which real
+         *     agents send although interface.md does not list it. Client-defined tools have kinds of their
+         *     own (`ClientActionKind`).
          * @enum {string}
          */
-        ActionKind: "MCPToolAction" | "FinishAction" | "InvokeSkillAction" | "SwitchLLMAction" | "ThinkAction" | "VisionInspectAction" | "ApplyPatchAction" | "BrowserAction" | "BrowserClickAction" | "BrowserCloseTabAction" | "BrowserGetContentAction" | "BrowserGetStateAction" | "BrowserGetStorageAction" | "BrowserGoBackAction" | "BrowserListTabsAction" | "BrowserNavigateAction" | "BrowserScrollAction" | "BrowserSetStorageAction" | "BrowserStartRecordingAction" | "BrowserStopRecordingAction" | "BrowserSwitchTabAction" | "BrowserTypeAction" | "DelegateAction" | "FileEditorAction" | "EditAction" | "ListDirectoryAction" | "ReadFileAction" | "WriteFileAction" | "GlobAction" | "GrepAction" | "PlanningFileEditorAction" | "TaskAction" | "TaskTrackerAction" | "TerminalAction" | "ConsultAdvisorAction" | "SleeptimeComputeAction" | "WorkflowAction";
+        ActionKind: "MCPToolAction" | "FinishAction" | "InvokeSkillAction" | "SwitchLLMAction" | "ThinkAction" | "VisionInspectAction" | "ApplyPatchAction" | "BrowserAction" | "BrowserClickAction" | "BrowserCloseTabAction" | "BrowserGetContentAction" | "BrowserGetStateAction" | "BrowserGetStorageAction" | "BrowserGoBackAction" | "BrowserListTabsAction" | "BrowserNavigateAction" | "BrowserScrollAction" | "BrowserSetStorageAction" | "BrowserStartRecordingAction" | "BrowserStopRecordingAction" | "BrowserSwitchTabAction" | "BrowserTypeAction" | "DelegateAction" | "FileEditorAction" | "EditAction" | "ListDirectoryAction" | "ReadFileAction" | "WriteFileAction" | "GlobAction" | "GrepAction" | "PlanningFileEditorAction" | "TaskAction" | "TaskTrackerAction" | "TerminalAction" | "ConsultAdvisorAction" | "SleeptimeComputeAction" | "WorkflowAction" | "ConsultTomAction";
+        /**
+         * @description Extension (not in interface.md): the action kind of a client-defined tool. The SDK
+         *     (`openhands-sdk` `tool/client_tool.py`) builds the action class of a tool that the client
+         *     executes itself at run time and names it `ClientAction_<tool name>`, so these kinds are
+         *     open-ended and accepted by this pattern.
+         */
+        ClientActionKind: string;
         /**
          * @description A single executable tool call. Only `kind` is checked; the payload fields of every action
          *     kind are not shown by the interface, so further properties are accepted and stored
          *     unchanged (DECISIONS.md).
          */
         Action: {
-            kind: components["schemas"]["ActionKind"];
+            /** @description A listed action kind (`ActionKind`) or a client-defined tool's (`ClientActionKind`). */
+            kind: components["schemas"]["ActionKind"] | components["schemas"]["ClientActionKind"];
         } & {
             [key: string]: unknown;
         };
@@ -1075,6 +1163,12 @@ export interface components {
             code: string;
             /** @description Error details. */
             detail: string;
+            /**
+             * @description Extension (not in interface.md): the failure's classification (`ErrorClassification`),
+             *     or null. The SDK fills it in from `code` and `detail` whenever it is not given, so every
+             *     ConversationErrorEvent the agent-server sends has one.
+             */
+            classification?: components["schemas"]["ErrorClassification"] | null;
         };
         /**
          * @description A change of conversation state, sent so remote clients stay in sync without REST calls.
@@ -1103,7 +1197,8 @@ export interface components {
             /**
              * @description New value (any JSON value). With `key = execution_status` it is the new status
              *     (`idle`, `running`, `paused`, `waiting_for_confirmation`, `finished`, `error`,
-             *     `stuck`) and becomes the conversation's `execution_status`. With `key = full_state`
+             *     `stuck`, `deleting`) and becomes the conversation's `execution_status`; any other value
+             *     is stored without effect. With `key = full_state`
              *     it is a snapshot object of the whole state; its `execution_status`, when present,
              *     becomes the conversation's `execution_status`.
              */
@@ -1233,10 +1328,10 @@ export interface components {
             /** @description Reasoning item from model output, or null. */
             responses_reasoning_item?: components["schemas"]["ReasoningItemModel"] | null;
             /**
-             * @description Not listed by interface.md: OpenRouter reasoning blocks, which current OpenHands
-             *     agent-servers include in every ActionEvent they send (`null` when there are none).
-             *     Accepted so that the real client's batches are not rejected; stored opaquely and never
-             *     logged (they may carry encrypted reasoning).
+             * @description Not listed by interface.md: OpenRouter reasoning blocks (array of objects, or null).
+             *     The SDK at commit 611629e (openhands-sdk 1.43.1) never emits this field; it stays
+             *     accepted so that producers that do send it are not refused (harmless: stored opaquely,
+             *     never logged, as they may carry encrypted reasoning).
              */
             reasoning_details?: {
                 [key: string]: unknown;
@@ -1312,6 +1407,12 @@ export interface components {
             tool_call_id: string;
             /** @description Error message from the scaffold. */
             error: string;
+            /**
+             * @description Extension (not in interface.md): the failure's classification (`ErrorClassification`),
+             *     or null. The SDK sets `{kind: unknown, retryable: false}` when the producer gave none, so
+             *     every AgentErrorEvent the agent-server sends has one.
+             */
+            classification?: components["schemas"]["ErrorClassification"] | null;
         };
         /** @description The result of an action. */
         ObservationEvent: {
@@ -1490,6 +1591,110 @@ export interface components {
             /** @description Parent event id; see `Event`. */
             parent_id?: string | null;
         };
+        /**
+         * @description The SDK's `ConversationExecutionStatus` values.
+         * @enum {string}
+         */
+        ExecutionStatus: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck" | "deleting";
+        /** @description Token counts of LLM calls (SDK `TokenUsage`). */
+        TokenUsage: {
+            /** @description Model name. */
+            model?: string;
+            /** @description Prompt tokens. */
+            prompt_tokens?: number;
+            /** @description Completion tokens. */
+            completion_tokens?: number;
+            /** @description Prompt tokens read from the provider's cache. */
+            cache_read_tokens?: number;
+            /** @description Prompt tokens written to the provider's cache. */
+            cache_write_tokens?: number;
+            /** @description Reasoning tokens. */
+            reasoning_tokens?: number;
+            /** @description Context window of the model. */
+            context_window?: number;
+            /** @description Tokens of the last turn. */
+            per_turn_token?: number;
+            /** @description Id of the LLM response. */
+            response_id?: string;
+        };
+        /** @description Accumulated cost and token usage of a conversation (SDK `MetricsSnapshot`). */
+        MetricsSnapshot: {
+            /** @description Model name. */
+            model_name?: string;
+            /** @description Accumulated cost in US dollars. */
+            accumulated_cost?: number;
+            /** @description Budget limit per task, if any. */
+            max_budget_per_task?: number | null;
+            /** @description Accumulated token usage, or null. */
+            accumulated_token_usage?: components["schemas"]["TokenUsage"] | null;
+        };
+        /**
+         * @description Metrics of one LLM (SDK `Metrics`): a `MetricsSnapshot` plus, unless the agent-server sent a
+         *     snapshot, the history of costs, latencies and token usages.
+         */
+        Metrics: {
+            /** @description Model name. */
+            model_name?: string;
+            /** @description Accumulated cost in US dollars. */
+            accumulated_cost?: number;
+            /** @description Budget limit per task, if any. */
+            max_budget_per_task?: number | null;
+            /** @description Accumulated token usage, or null. */
+            accumulated_token_usage?: components["schemas"]["TokenUsage"] | null;
+            /** @description Cost of each call. */
+            costs?: {
+                /** @description Model name. */
+                model: string;
+                /** @description Cost in US dollars. */
+                cost: number;
+                /** @description Unix time of the call. */
+                timestamp?: number;
+            }[];
+            /** @description Latency of each call. */
+            response_latencies?: {
+                /** @description Model name. */
+                model: string;
+                /** @description Latency in seconds. */
+                latency: number;
+                /** @description Id of the LLM response. */
+                response_id: string;
+            }[];
+            /** @description Token usage of each call. */
+            token_usages?: components["schemas"]["TokenUsage"][];
+        };
+        /** @description Per-LLM usage metrics of a conversation (SDK `ConversationStats`). */
+        ConversationStats: {
+            /** @description Metrics by usage id (for example `agent`, `condenser`). */
+            usage_to_metrics?: {
+                [key: string]: components["schemas"]["Metrics"];
+            };
+        };
+        /**
+         * @description Extension (not in interface.md): the agent-server's `ConversationInfo`, as
+         *     `model_dump(mode="json")` writes it. Only the fields this service reads are described and
+         *     checked; every other property (agent, workspace, confirmation policy, tags, …) is accepted
+         *     unchanged. Secret-looking keys are removed before it is stored (see
+         *     `receiveConversationInfo`).
+         */
+        ConversationInfo: {
+            /**
+             * Format: uuid
+             * @description Conversation id (dashed or 32 hex digits).
+             */
+            id: string;
+            /** @description Title of the conversation, once the agent-server has one. */
+            title?: string | null;
+            execution_status?: components["schemas"]["ExecutionStatus"];
+            /** @description When the agent-server created the conversation (ISO 8601; without an offset, UTC). */
+            created_at?: string;
+            /** @description When the agent-server last changed it (ISO 8601; without an offset, UTC). */
+            updated_at?: string;
+            /** @description The conversation's accumulated metrics, or null. */
+            metrics?: components["schemas"]["MetricsSnapshot"] | null;
+            stats?: components["schemas"]["ConversationStats"];
+        } & {
+            [key: string]: unknown;
+        };
         /** @description A conversation created by its first webhook delivery, owned by the session key's user. */
         Conversation: {
             /**
@@ -1498,11 +1703,17 @@ export interface components {
              */
             id: string;
             /**
+             * @description Title from the agent-server's latest conversation info (`receiveConversationInfo`);
+             *     null until it sends one.
+             */
+            title: string | null;
+            /**
              * @description Execution status (values of the agent SDK), derived from the events (see
-             *     `ingestEvents`); null until a status-bearing event arrives.
+             *     `ingestEvents`) and from the agent-server's conversation info
+             *     (`receiveConversationInfo`), whichever came last; null until either says.
              * @enum {string|null}
              */
-            execution_status: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck" | null;
+            execution_status: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck" | "deleting" | null;
             /** @description Number of stored events (StreamingDeltaEvent is not stored). */
             event_count: number;
             /**
@@ -1520,6 +1731,11 @@ export interface components {
              * @description When the last event was stored; null when none is stored yet.
              */
             last_event_at: string | null;
+            /**
+             * @description Accumulated cost and token usage from the agent-server's latest conversation info
+             *     (`receiveConversationInfo`); null until it sends some.
+             */
+            metrics: components["schemas"]["MetricsSnapshot"] | null;
         };
         /** @description One page of conversations. */
         ConversationPage: {
@@ -1987,6 +2203,97 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    receiveConversationInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                 *       "title": "Fix the failing test",
+                 *       "execution_status": "running",
+                 *       "created_at": "2026-11-23T18:00:00Z",
+                 *       "updated_at": "2026-11-23T18:05:00Z",
+                 *       "metrics": {
+                 *         "model_name": "anthropic/claude-sonnet-4-5",
+                 *         "accumulated_cost": 0.0123,
+                 *         "max_budget_per_task": null,
+                 *         "accumulated_token_usage": {
+                 *           "model": "anthropic/claude-sonnet-4-5",
+                 *           "prompt_tokens": 1200,
+                 *           "completion_tokens": 300,
+                 *           "cache_read_tokens": 100,
+                 *           "cache_write_tokens": 0,
+                 *           "reasoning_tokens": 0,
+                 *           "context_window": 200000,
+                 *           "per_turn_token": 1500,
+                 *           "response_id": ""
+                 *         }
+                 *       },
+                 *       "stats": {
+                 *         "usage_to_metrics": {}
+                 *       },
+                 *       "agent": {
+                 *         "kind": "Agent",
+                 *         "llm": {
+                 *           "model": "anthropic/claude-sonnet-4-5",
+                 *           "usage_id": "agent"
+                 *         }
+                 *       },
+                 *       "workspace": {
+                 *         "kind": "LocalWorkspace",
+                 *         "working_dir": "/workspace/project"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConversationInfo"];
+            };
+        };
+        responses: {
+            /** @description The caller's existing conversation was updated (or the post was older than what is stored). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            /** @description The conversation was new and has been created, owned by the caller. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The conversation exists and is owned by another user. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This conversation belongs to another user."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listConversations: {
         parameters: {
             query?: {
@@ -2012,11 +2319,13 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "title": null,
                      *           "execution_status": "running",
                      *           "event_count": 3,
                      *           "created_at": "2025-01-15T10:30:00.200Z",
                      *           "updated_at": "2025-01-15T10:30:03.100Z",
-                     *           "last_event_at": "2025-01-15T10:30:03.100Z"
+                     *           "last_event_at": "2025-01-15T10:30:03.100Z",
+                     *           "metrics": null
                      *         }
                      *       ],
                      *       "next_cursor": "eyJ1IjoiMjAyNS0wMS0xNVQxMDozMDowMy4xMDBaIn0"
@@ -2053,11 +2362,28 @@ export interface operations {
                     /**
                      * @example {
                      *       "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "title": "List the repository files",
                      *       "execution_status": "paused",
                      *       "event_count": 42,
                      *       "created_at": "2025-01-15T10:30:00.200Z",
                      *       "updated_at": "2025-01-15T10:41:12.900Z",
-                     *       "last_event_at": "2025-01-15T10:41:12.900Z"
+                     *       "last_event_at": "2025-01-15T10:41:12.900Z",
+                     *       "metrics": {
+                     *         "model_name": "anthropic/claude-sonnet-4-5",
+                     *         "accumulated_cost": 0.0123,
+                     *         "max_budget_per_task": null,
+                     *         "accumulated_token_usage": {
+                     *           "model": "anthropic/claude-sonnet-4-5",
+                     *           "prompt_tokens": 1200,
+                     *           "completion_tokens": 300,
+                     *           "cache_read_tokens": 100,
+                     *           "cache_write_tokens": 0,
+                     *           "reasoning_tokens": 0,
+                     *           "context_window": 200000,
+                     *           "per_turn_token": 1500,
+                     *           "response_id": ""
+                     *         }
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];

@@ -24,6 +24,7 @@ import { StreamTickets } from './live/stream-tickets.ts';
 import { Authenticator, requirePermission, type Permission } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
+import { ConversationInfoService } from './conversations/conversation-info-service.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
 import { createWorkspaceService } from './workspaces/setup.ts';
 import { createBillingService } from './billing/billing-service.ts';
@@ -80,6 +81,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const authenticator = new Authenticator(orm.em, config.credentialCacheTtlMs);
   const identity = new IdentityService(orm.em);
   const conversations = new ConversationService(orm.em, logger);
+  const conversationInfos = new ConversationInfoService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
   const workspaces = createWorkspaceService(config, orm.em, logger);
   const billing = createBillingService(orm.em, config.billing, logger);
@@ -93,7 +95,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
-    ...webhookHandlers(conversations),
+    ...webhookHandlers(conversations, conversationInfos),
     ...conversationHandlers(conversations),
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),

@@ -6,6 +6,7 @@ import { recreateSchema, testDatabase } from './helpers/hooks.ts';
 
 const TABLES = [
   'stream_tickets',
+  'conversation_infos',
   'credit_ledger',
   'checkout_sessions',
   'tracker_deliveries',

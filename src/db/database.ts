@@ -14,6 +14,7 @@ import { Migration20261122016000_live_notifications } from './migrations/Migrati
 import { Migration20261123020000_workspaces } from './migrations/Migration20261123020000_workspaces.ts';
 import { Migration20261123030000_billing } from './migrations/Migration20261123030000_billing.ts';
 import { CheckoutSessionSchema, CreditLedgerEntrySchema } from '../billing/entities.ts';
+import { Migration20261123040000_conversation_info } from './migrations/Migration20261123040000_conversation_info.ts';
 import { Migration20261123050000_live_streams } from './migrations/Migration20261123050000_live_streams.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
@@ -24,6 +25,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261122016000_live_notifications', class: Migration20261122016000_live_notifications },
   { name: 'Migration20261123020000_workspaces', class: Migration20261123020000_workspaces },
   { name: 'Migration20261123030000_billing', class: Migration20261123030000_billing },
+  { name: 'Migration20261123040000_conversation_info', class: Migration20261123040000_conversation_info },
   { name: 'Migration20261123050000_live_streams', class: Migration20261123050000_live_streams },
 ];
 
