@@ -206,8 +206,10 @@ export interface paths {
          *       event}`), exactly as `GET …/events` shows it, in sequence order.
          *     - `delta`: a `StreamingDeltaEvent`, as the webhook received it. Deltas are never stored,
          *       have no `id` and are not replayed on resumption (interface rule 3): a client that
-         *       reconnects gets the final `MessageEvent` from history instead. Deltas larger than a
-         *       PostgreSQL notification (8000 bytes) are dropped (the webhook counts them).
+         *       reconnects gets the final `MessageEvent` from history instead. Deltas that arrive
+         *       while the stream is still sending history are skipped (their message may already be in
+         *       it), and deltas larger than a PostgreSQL notification (8000 bytes) are dropped (the
+         *       webhook counts them).
          *     - `status`: `{execution_status, last_seq}`; sent first (the current status when the
          *       stream starts) and whenever the conversation's execution status changes.
          *     - `error`: the last event before the server ends the stream: `{reason, detail,

@@ -155,6 +155,8 @@ class Subscriber {
   private running = false;
   private ended = false;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** Reads of everything stored (`upTo: Infinity`) queued or running. */
+  private readingAll = 0;
 
   constructor(
     private readonly hub: LiveStreams,
@@ -199,6 +201,9 @@ class Subscriber {
       if (last?.kind === 'events') last.upTo = Math.max(last.upTo, activity.last_seq);
       else this.enqueue({ kind: 'events', upTo: activity.last_seq });
     } else if (activity.type === 'delta') {
+      // While reading all of history, the events a delta precedes may be read with it: the delta
+      // would come after its final message. Deltas are transient; history has that message.
+      if (this.readingAll > 0) return;
       this.enqueue({ kind: 'text', text: sseEvent('delta', activity.eventJson) });
     } else {
       this.enqueue({ kind: 'text', text: statusText(activity.execution_status, activity.last_seq) });
@@ -209,6 +214,7 @@ class Subscriber {
   resync(): void {
     if (this.ended) return;
     this.enqueue({ kind: 'status' });
+    this.readingAll++;
     this.enqueue({ kind: 'events', upTo: Infinity });
   }
 
@@ -242,7 +248,11 @@ class Subscriber {
           this.res.write(statusText(conversation.execution_status ?? null, conversation.event_count));
         } else {
           this.queue.shift();
-          await this.sendEvents(task.upTo);
+          try {
+            await this.sendEvents(task.upTo);
+          } finally {
+            if (task.upTo === Infinity) this.readingAll--;
+          }
         }
       }
     } catch (error) {
