@@ -214,6 +214,7 @@ describe('live conversation streams (two server instances)', function () {
     }
     const droppedLog = b.stdout.slice(logBefore).split('\n').find((line) => line.includes('live subscriber dropped'));
     expect(droppedLog, describeRun(b)).to.not.equal(undefined);
+    expect(await waitFor(() => b.stdout.slice(logBefore).includes('"endedBy":"slow_consumer"'), 5_000)).to.equal(true);
     const totalEvents = 1 + batches * 10;
     console.log(
       `      stalled subscriber dropped after ${batches - 10} batches (${(((batches - 10) * 10 * 16_000) / 1e6).toFixed(1)} MB); ` +

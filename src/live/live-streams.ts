@@ -155,6 +155,9 @@ class Subscriber {
   private running = false;
   private ended = false;
   private heartbeat: NodeJS.Timeout | undefined;
+  private finished = false;
+  private endReason: CloseReason | undefined;
+  private readonly startedAt = performance.now();
   /** Reads of everything stored (`upTo: Infinity`) queued or running. */
   private readingAll = 0;
 
@@ -326,6 +329,7 @@ class Subscriber {
   end(reason: CloseReason): Promise<void> {
     const closed = new Promise<void>((resolve) => (this.res.closed ? resolve() : this.res.once('close', () => resolve())));
     if (this.ended) return closed;
+    this.endReason = reason;
     this.ended = true;
     this.queue.length = 0;
     this.queuedBytes = 0;
@@ -347,9 +351,21 @@ class Subscriber {
 
   /** Bookkeeping once the stream is over (ended by us or closed by the client). */
   private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
     this.ended = true;
     clearInterval(this.heartbeat);
     this.queue.length = 0;
     this.hub.removed(this);
+    this.hub.log.info(
+      {
+        conversationId: this.conversationId,
+        userId: this.principal.userId,
+        lastSeq: this.lastSeq,
+        endedBy: this.endReason ?? 'client',
+        ms: Math.round(performance.now() - this.startedAt),
+      },
+      'live stream ended',
+    );
   }
 }
