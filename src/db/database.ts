@@ -10,6 +10,7 @@ import { Migration20261122000000_initial } from './migrations/Migration202611220
 import { Migration20261122010000_ingest_function } from './migrations/Migration20261122010000_ingest_function.ts';
 import { Migration20261122015000_lossless_payloads } from './migrations/Migration20261122015000_lossless_payloads.ts';
 import { Migration20261122016000_live_notifications } from './migrations/Migration20261122016000_live_notifications.ts';
+import { Migration20261123060000_group_commit } from './migrations/Migration20261123060000_group_commit.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
 export const MIGRATIONS = [
@@ -17,6 +18,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261122010000_ingest_function', class: Migration20261122010000_ingest_function },
   { name: 'Migration20261122015000_lossless_payloads', class: Migration20261122015000_lossless_payloads },
   { name: 'Migration20261122016000_live_notifications', class: Migration20261122016000_live_notifications },
+  { name: 'Migration20261123060000_group_commit', class: Migration20261123060000_group_commit },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */
