@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { GroupCommitOptions } from './conversations/group-commit.ts';
 
 /** Where the database comes from: a URL the operator gives us, or a PostgreSQL we run ourselves. */
 export type DatabaseConfig = (
@@ -23,6 +24,9 @@ export interface Config {
   readonly credentialCacheTtlMs: number;
   /** Time given to in-flight requests on SIGTERM/SIGINT before the process gives up on them. */
   readonly shutdownGraceMs: number;
+  // Webhook group commit (see src/conversations/group-commit.ts)
+  /** Bounds of the transactions that store webhook batches together. */
+  readonly ingestGroup: GroupCommitOptions;
 }
 
 export class ConfigError extends Error {
@@ -72,5 +76,11 @@ export function loadConfig(env: Env = process.env): Config {
     maxValidationErrors: integer(env, 'MAX_VALIDATION_ERRORS', 100, 1, 10_000),
     credentialCacheTtlMs: integer(env, 'CREDENTIAL_CACHE_TTL_MS', 5_000, 0, 3_600_000),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    // Webhook group commit
+    ingestGroup: Object.freeze({
+      maxInFlight: Math.min(integer(env, 'INGEST_MAX_TRANSACTIONS', 2, 1, 500), poolSize),
+      maxBatches: integer(env, 'INGEST_GROUP_MAX_BATCHES', 64, 1, 10_000),
+      maxEvents: integer(env, 'INGEST_GROUP_MAX_EVENTS', 1000, 1, 1_000_000),
+    }),
   });
 }

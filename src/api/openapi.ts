@@ -69,6 +69,59 @@ function useCompiledRoutes(api: OpenAPIBackend, operations: Operation[]): void {
   }) as typeof router.matchOperation;
 }
 
+type ParsedRequest = ReturnType<OpenAPIBackend['router']['parseRequest']>;
+type RawRequest = Parameters<OpenAPIBackend['router']['parseRequest']>[0];
+
+/**
+ * openapi-backend parses every request four times (routing, after routing, in validation, after
+ * coercion), each time through lodash, the cookie and query-string parsers and a path template
+ * compiled anew. For the requests that need none of that (no query string, no cookie, the body
+ * already parsed), this gives the same result directly: headers copied with lower-case names, the
+ * path parameters decoded from a pattern built once per template (as `bath` builds it); every other
+ * request goes through the library's own parser.
+ */
+function useLeanRequestParsing(api: OpenAPIBackend): void {
+  const router = api.router;
+  const parse = router.parseRequest.bind(router);
+  const templates = new Map<string, { pattern: RegExp; names: string[] } | null>();
+  const templateOf = (path: string) => {
+    let template = templates.get(path);
+    if (template === undefined) {
+      const names = [...path.matchAll(/\{([A-Za-z0-9_-]+)\}/g)].map((m) => m[1]!);
+      // Repeated names: the library's own rules apply.
+      template =
+        new Set(names).size === names.length
+          ? { pattern: new RegExp(`^${path.replace(/\{[A-Za-z0-9_-]+\}/g, '([^\\/]*)')}$`), names }
+          : null;
+      templates.set(path, template);
+    }
+    return template;
+  };
+  router.parseRequest = ((req: RawRequest, operation?: Operation): ParsedRequest => {
+    const { query, body, headers: rawHeaders = {} } = req;
+    const simple =
+      (query === undefined || query === '' || (typeof query === 'object' && Object.keys(query).length === 0)) &&
+      (body === undefined || body === null || typeof body === 'object') &&
+      rawHeaders.cookie === undefined && rawHeaders.Cookie === undefined;
+    const template = operation ? templateOf(operation.path) : undefined;
+    if (!simple || template === null) return parse(req, operation);
+    const headers: Record<string, string | string[]> = {};
+    for (const name in rawHeaders) headers[name.toLowerCase()] = rawHeaders[name]!;
+    let path = req.path?.trim() || '';
+    if (!path.startsWith('/')) path = `/${path}`;
+    path = path.split('?')[0]!;
+    let params: Record<string, string> = {};
+    if (template) {
+      const match = template.pattern.exec(router.normalizePath(path));
+      if (match) {
+        params = {};
+        template.names.forEach((name, i) => (params[name] = decodeURIComponent(match[i + 1]!)));
+      }
+    }
+    return { ...req, path, method: req.method.trim().toLowerCase(), params, headers, query: {}, cookies: {}, requestBody: body };
+  }) as typeof router.parseRequest;
+}
+
 /** Creates the router/validator for the contract; handlers are registered by the caller. */
 export async function createOpenApiBackend(): Promise<OpenAPIBackend> {
   const api = new OpenAPIBackend({
@@ -89,6 +142,7 @@ export async function createOpenApiBackend(): Promise<OpenAPIBackend> {
   api.router.getOperations = () => operations;
   api.router.getOperation = (operationId: string) => byId.get(operationId);
   useCompiledRoutes(api, operations);
+  useLeanRequestParsing(api);
   for (const operation of operations) {
     api.validator.getRequestValidatorsForOperation(operation.operationId!);
   }
