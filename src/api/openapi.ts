@@ -80,6 +80,17 @@ type RawRequest = Parameters<OpenAPIBackend['router']['parseRequest']>[0];
  * path parameters decoded from a pattern built once per template (as `bath` builds it); every other
  * request goes through the library's own parser.
  */
+/** No query string, no cookie, the body already parsed (or none): what the lean paths below handle. */
+function isPlain(req: RawRequest): boolean {
+  const { query, body, headers = {} } = req;
+  return (
+    (query === undefined || query === '' || (typeof query === 'object' && Object.keys(query).length === 0)) &&
+    (body === undefined || body === null || typeof body === 'object') &&
+    headers.cookie === undefined &&
+    headers.Cookie === undefined
+  );
+}
+
 function useLeanRequestParsing(api: OpenAPIBackend): void {
   const router = api.router;
   const parse = router.parseRequest.bind(router);
@@ -98,13 +109,9 @@ function useLeanRequestParsing(api: OpenAPIBackend): void {
     return template;
   };
   router.parseRequest = ((req: RawRequest, operation?: Operation): ParsedRequest => {
-    const { query, body, headers: rawHeaders = {} } = req;
-    const simple =
-      (query === undefined || query === '' || (typeof query === 'object' && Object.keys(query).length === 0)) &&
-      (body === undefined || body === null || typeof body === 'object') &&
-      rawHeaders.cookie === undefined && rawHeaders.Cookie === undefined;
     const template = operation ? templateOf(operation.path) : undefined;
-    if (!simple || template === null) return parse(req, operation);
+    if (!isPlain(req) || template === null) return parse(req, operation);
+    const { body, headers: rawHeaders = {} } = req;
     const headers: Record<string, string | string[]> = {};
     for (const name in rawHeaders) headers[name.toLowerCase()] = rawHeaders[name]!;
     let path = req.path?.trim() || '';
@@ -120,6 +127,42 @@ function useLeanRequestParsing(api: OpenAPIBackend): void {
     }
     return { ...req, path, method: req.method.trim().toLowerCase(), params, headers, query: {}, cookies: {}, requestBody: body };
   }) as typeof router.parseRequest;
+}
+
+type ValidationResult = ReturnType<OpenAPIBackend['validator']['validateRequest']>;
+
+/**
+ * openapi-backend's request validation, for plain requests (see `isPlain`) of a known operation,
+ * without the lodash passes and the checks that only apply to query strings and unparsed bodies:
+ * the same parameters go through the same compiled validators, with the same result. Anything else
+ * goes through the library's own code.
+ */
+function useLeanRequestValidation(api: OpenAPIBackend): void {
+  const validator = api.validator;
+  const validate = validator.validateRequest.bind(validator);
+  validator.validateRequest = ((req: RawRequest, operation?: Operation | string): ValidationResult => {
+    if (typeof operation !== 'object' || !operation.operationId || !isPlain(req)) return validate(req, operation);
+    const coerced: Record<string, unknown> = { ...req };
+    const errors: NonNullable<ValidationResult['errors']> = [];
+    const validators = validator.getRequestValidatorsForOperation(operation.operationId) ?? [];
+    const { params, query, headers, cookies, requestBody } = api.router.parseRequest(req, operation);
+    const parameters: Record<string, unknown> = { path: params, query, header: headers, cookie: cookies };
+    const rawContentType = headers['content-type'];
+    const contentType = String((Array.isArray(rawContentType) ? rawContentType[0] : rawContentType) || '')
+      .split(';')[0]!
+      .trim()
+      .toLowerCase();
+    if (typeof requestBody === 'object' || contentType === 'application/json') parameters.requestBody = requestBody;
+    for (const check of validators) {
+      check(parameters);
+      if (check.errors) errors.push(...check.errors);
+      else if (validator.coerceTypes) {
+        coerced.query = parameters.query;
+        coerced.params = parameters.path;
+      }
+    }
+    return { valid: errors.length === 0, coerced: coerced as unknown as RawRequest, errors: errors.length === 0 ? null : errors };
+  }) as typeof validator.validateRequest;
 }
 
 /** Creates the router/validator for the contract; handlers are registered by the caller. */
@@ -143,6 +186,7 @@ export async function createOpenApiBackend(): Promise<OpenAPIBackend> {
   api.router.getOperation = (operationId: string) => byId.get(operationId);
   useCompiledRoutes(api, operations);
   useLeanRequestParsing(api);
+  useLeanRequestValidation(api);
   for (const operation of operations) {
     api.validator.getRequestValidatorsForOperation(operation.operationId!);
   }
