@@ -80,7 +80,7 @@ export function loadConfig(env: Env = process.env): Config {
     ingestGroup: Object.freeze({
       maxInFlight: Math.min(integer(env, 'INGEST_MAX_TRANSACTIONS', 2, 1, 500), poolSize),
       maxBatches: integer(env, 'INGEST_GROUP_MAX_BATCHES', 64, 1, 10_000),
-      maxEvents: integer(env, 'INGEST_GROUP_MAX_EVENTS', 1000, 1, 1_000_000),
+      maxEvents: integer(env, 'INGEST_GROUP_MAX_EVENTS', 500, 1, 1_000_000),
     }),
   });
 }

@@ -37,7 +37,7 @@ interface BatchOutcome {
 }
 
 /** Group commit defaults: see `GroupCommitOptions` and the README's configuration table. */
-export const DEFAULT_GROUP_COMMIT: GroupCommitOptions = { maxInFlight: 2, maxBatches: 64, maxEvents: 1000 };
+export const DEFAULT_GROUP_COMMIT: GroupCommitOptions = { maxInFlight: 2, maxBatches: 64, maxEvents: 500 };
 
 /** A stored event as read back: the payload stays the text that was stored. */
 interface StoredEventRow {
