@@ -77,7 +77,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
   const authenticator = new Authenticator(orm.em, config.credentialCacheTtlMs);
   const identity = new IdentityService(orm.em);
-  const conversations = new ConversationService(orm.em, logger);
+  const conversations = new ConversationService(orm.em, logger, config.ingestGroup);
   const conversationInfos = new ConversationInfoService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
   const workspaces = createWorkspaceService(config, orm.em, logger);

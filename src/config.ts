@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { KeyringError, parseKeyring, type SecretKey } from './crypto/secret-box.ts';
+import type { GroupCommitOptions } from './conversations/group-commit.ts';
 
 /** Where the database comes from: a URL the operator gives us, or a PostgreSQL we run ourselves. */
 export type DatabaseConfig = (
@@ -35,6 +36,10 @@ export interface Config {
 
   // Billing (issue 8): checkout sessions through Stripe or the built-in local checkout.
   readonly billing: BillingConfig;
+
+  // Webhook group commit (see src/conversations/group-commit.ts)
+  /** Bounds of the transactions that store webhook batches together. */
+  readonly ingestGroup: GroupCommitOptions;
 }
 
 /** Stripe Checkout: the secret API key, the webhook signing secret and (for tests) the API's address. */
@@ -112,6 +117,13 @@ export function loadConfig(env: Env = process.env): Config {
 
     // Billing (issue 8)
     billing: loadBillingConfig(env),
+
+    // Webhook group commit
+    ingestGroup: Object.freeze({
+      maxInFlight: Math.min(integer(env, 'INGEST_MAX_TRANSACTIONS', 2, 1, 500), poolSize),
+      maxBatches: integer(env, 'INGEST_GROUP_MAX_BATCHES', 64, 1, 10_000),
+      maxEvents: integer(env, 'INGEST_GROUP_MAX_EVENTS', 500, 1, 1_000_000),
+    }),
   });
 }
 
