@@ -23,6 +23,10 @@ export interface Config {
   readonly credentialCacheTtlMs: number;
   /** Time given to in-flight requests on SIGTERM/SIGINT before the process gives up on them. */
   readonly shutdownGraceMs: number;
+
+  // Operations (metrics)
+  /** Bearer token `/metrics` requires; undefined leaves `/metrics` open. */
+  readonly metricsToken: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -57,6 +61,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
+  const metricsToken = env.METRICS_TOKEN || undefined;
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
+    throw new ConfigError('METRICS_TOKEN must be at least 16 printable ASCII characters without spaces');
+  }
   const poolSize = integer(env, 'DB_POOL_SIZE', 20, 1, 500);
   const database: DatabaseConfig = databaseUrl
     ? { kind: 'url', url: databaseUrl, poolSize }
@@ -72,5 +80,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxValidationErrors: integer(env, 'MAX_VALIDATION_ERRORS', 100, 1, 10_000),
     credentialCacheTtlMs: integer(env, 'CREDENTIAL_CACHE_TTL_MS', 5_000, 0, 3_600_000),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+
+    // Operations (metrics)
+    metricsToken,
   });
 }
