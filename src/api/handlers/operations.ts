@@ -1,5 +1,5 @@
 import type { Metrics } from '../../observability/metrics.ts';
-import { API_REFERENCE_HTML, redocBundle, specText } from '../../observability/api-reference.ts';
+import { API_REFERENCE_CSP, API_REFERENCE_HTML, redocBundle, specText } from '../../observability/api-reference.ts';
 import type { OperationHandlers } from '../context.ts';
 
 /** Handlers of the `operations` tag: what the people running the service use. */
@@ -13,6 +13,7 @@ export function operationsHandlers(metrics: Metrics): OperationHandlers {
     getApiReference(_operation, ctx) {
       ctx.status = 200;
       ctx.type = 'text/html; charset=utf-8';
+      ctx.set('Content-Security-Policy', API_REFERENCE_CSP);
       ctx.body = API_REFERENCE_HTML;
     },
     getApiReferenceScript(_operation, ctx) {
