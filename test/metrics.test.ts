@@ -4,6 +4,7 @@ import { createTestApp, type TestApp } from './helpers/app.ts';
 import { createUserFixture, type UserFixture } from './helpers/fixtures.ts';
 import { parsePrometheusText, sumSamples, type MetricFamily } from './helpers/prometheus.ts';
 import { minimalEvent } from './fixtures/events.ts';
+import { ConfigError, loadConfig } from '../src/config.ts';
 
 type Families = Map<string, MetricFamily>;
 
@@ -126,6 +127,15 @@ describe('GET /metrics with METRICS_TOKEN configured', () => {
     const response = await client.request.get('/metrics').set('Authorization', `Bearer ${token}`).expect(200);
     expect(parsePrometheusText(response.text).has('http_requests_total')).to.equal(true);
     expect(client.logs.join('')).not.to.include(token);
+  });
+});
+
+describe('METRICS_TOKEN configuration', () => {
+  it('is optional, and refuses a short token or one with spaces', () => {
+    expect(loadConfig({}).metricsToken).to.equal(undefined);
+    expect(loadConfig({ METRICS_TOKEN: 'a-long-enough-token' }).metricsToken).to.equal('a-long-enough-token');
+    expect(() => loadConfig({ METRICS_TOKEN: 'short' })).to.throw(ConfigError, /METRICS_TOKEN/);
+    expect(() => loadConfig({ METRICS_TOKEN: 'a long enough token' })).to.throw(ConfigError, /METRICS_TOKEN/);
   });
 });
 
