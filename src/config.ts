@@ -40,6 +40,10 @@ export interface Config {
   // Webhook group commit (see src/conversations/group-commit.ts)
   /** Bounds of the transactions that store webhook batches together. */
   readonly ingestGroup: GroupCommitOptions;
+
+  // Operations (metrics)
+  /** Bearer token `/metrics` requires; undefined leaves `/metrics` open. */
+  readonly metricsToken: string | undefined;
 }
 
 /** Stripe Checkout: the secret API key, the webhook signing secret and (for tests) the API's address. */
@@ -94,6 +98,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
+  const metricsToken = env.METRICS_TOKEN || undefined;
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
+    throw new ConfigError('METRICS_TOKEN must be at least 16 printable ASCII characters without spaces');
+  }
   const poolSize = integer(env, 'DB_POOL_SIZE', 20, 1, 500);
   const database: DatabaseConfig = databaseUrl
     ? { kind: 'url', url: databaseUrl, poolSize }
@@ -124,6 +132,9 @@ export function loadConfig(env: Env = process.env): Config {
       maxBatches: integer(env, 'INGEST_GROUP_MAX_BATCHES', 64, 1, 10_000),
       maxEvents: integer(env, 'INGEST_GROUP_MAX_EVENTS', 500, 1, 1_000_000),
     }),
+
+    // Operations (metrics)
+    metricsToken,
   });
 }
 

@@ -1,12 +1,13 @@
 import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 import type { Options as AjvOptions } from 'ajv';
 import { OpenAPIBackend, type Document } from 'openapi-backend';
 import { parse } from 'yaml';
 import { createAjv } from './ajv.ts';
+import { PACKAGE_ROOT } from '../package-root.ts';
 
 /** The contract. The server loads this file itself; there is no second copy of it in code. */
-export const SPEC_PATH = fileURLToPath(new URL('../../spec/openapi.yaml', import.meta.url));
+export const SPEC_PATH = path.join(PACKAGE_ROOT, 'spec', 'openapi.yaml');
 
 /** Ajv's discriminator keyword rejects `mapping`, which the spec keeps for the generated types. */
 function stripDiscriminatorMappings(node: unknown): void {
