@@ -177,6 +177,121 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/conversations/{conversation_id}/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a conversation live (Server-Sent Events)
+         * @description Streams a conversation owned by the caller as
+         *     [Server-Sent Events](https://html.spec.whatwg.org/multipage/server-sent-events.html):
+         *     first the stored events after the position the client resumes from, then every event the
+         *     webhook accepts for the conversation, on any server instance, as it is committed.
+         *
+         *     **Why SSE, not WebSocket**: the stream goes one way (server → client); SSE has resumption
+         *     built in (`id:` fields and the `Last-Event-ID` header that browsers' `EventSource` sends when
+         *     it reconnects); it is plain HTTP, so it passes proxies and load balancers that do not
+         *     upgrade connections; and it needs no extra dependency on either side (`curl -N` shows it).
+         *
+         *     **Credentials**: `X-Access-Token`, or, for browsers (an `EventSource` cannot set headers),
+         *     `?ticket=` with a single-use ticket from `POST …/events/stream-tickets` (security scheme
+         *     `StreamTicket`). A ticket is only valid for the conversation it was issued for. Another
+         *     user's conversation → 403, an unknown one → 404.
+         *
+         *     **Events** (SSE `event:` field; `data:` is one line of JSON):
+         *     - `event` (with `id: <seq>`): a stored event, as `StoredEvent` (`{seq, received_at,
+         *       event}`), exactly as `GET …/events` shows it, in sequence order.
+         *     - `delta`: a `StreamingDeltaEvent`, as the webhook received it. Deltas are never stored,
+         *       have no `id` and are not replayed on resumption (interface rule 3): a client that
+         *       reconnects gets the final `MessageEvent` from history instead. Deltas that arrive
+         *       while the stream is still sending history are skipped (their message may already be in
+         *       it), and deltas larger than a PostgreSQL notification (8000 bytes) are dropped (the
+         *       webhook counts them).
+         *     - `status`: `{execution_status, last_seq}`; sent first (the current status when the
+         *       stream starts) and whenever the conversation's execution status changes.
+         *     - `error`: the last event before the server ends the stream: `{reason, detail,
+         *       last_event_id}`, where `reason` is `slow_consumer` (the client did not keep up: its
+         *       buffer, `LIVE_STREAM_BUFFER_BYTES`, stayed full for `LIVE_STREAM_STALL_MS`, or as many
+         *       bytes of deltas and status changes queued up behind it), `server_shutdown` or
+         *       `read_failed`. Reconnect with `Last-Event-ID` to resume.
+         *     - Comment lines (`: heartbeat`) every `LIVE_STREAM_HEARTBEAT_MS` keep idle connections
+         *       open through proxies.
+         *
+         *     **Resuming**: send `Last-Event-ID: <seq>` (EventSource does this itself) or `?after_seq=`;
+         *     the stream starts with the stored events after that sequence number, then goes live, with
+         *     no gap and no duplicate even while events keep arriving. Without either, it starts at the
+         *     beginning of the conversation's history.
+         *
+         *     **Across instances**: each server instance holds one PostgreSQL connection that LISTENs on
+         *     channel `conversation_activity`; an event stored through any instance reaches subscribers
+         *     on every instance (no other broker). The notification carries sequence numbers only; the
+         *     events are read from the database.
+         *
+         *     **Limits**: stored events are read from the database no faster than the client takes
+         *     them (history of any length goes through a bounded buffer); a client that stops reading is
+         *     disconnected (`error`, `slow_consumer`) rather than slowing the webhook or growing the
+         *     server's memory; at most
+         *     `LIVE_STREAM_MAX_PER_USER` streams per user are open on one server instance at once (more
+         *     → 429).
+         */
+        get: operations["streamConversationEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{conversation_id}/events/stream-tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get a ticket to open a live stream from a browser
+         * @description Browsers' `EventSource` cannot send `X-Access-Token`, and a token in a URL would end up in
+         *     logs. This trades the access token for a ticket to pass as `?ticket=` to
+         *     `GET …/events/stream` of this conversation: valid once, for `LIVE_STREAM_TICKET_TTL_MS`
+         *     (default 60 s), on any server instance; stored only as a hash. A reconnecting browser gets
+         *     a new ticket and passes the last event id it saw as `after_seq`.
+         */
+        post: operations["createStreamTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/live/conversations/{conversation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A web page that follows a conversation live
+         * @description A small HTML page (no data in it, so no credentials): it asks for an access token (kept in
+         *     the tab's session storage), gets a stream ticket with it and follows the conversation with
+         *     `EventSource`, reconnecting with a new ticket after the last event id it saw.
+         */
+        get: operations["getLiveConversationPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/integration/issuetracker/workspaces": {
         parameters: {
             query?: never;
@@ -1733,6 +1848,16 @@ export interface components {
             /** @description Pass as `after_seq` to get the next page; null when there are no more events. */
             next_after_seq: number | null;
         };
+        /** @description A single-use ticket for `GET …/events/stream?ticket=…`. */
+        StreamTicket: {
+            /** @description The ticket; shown once, stored only as a hash. */
+            ticket: string;
+            /**
+             * Format: date-time
+             * @description When the ticket stops being valid if it has not been used.
+             */
+            expires_at: string;
+        };
         /**
          * @description Registration of an issue-tracker workspace. The interface does not say which fields are
          *     required; all five are (DECISIONS.md). Secrets are write-only: encrypted at rest
@@ -2052,6 +2177,20 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["HTTPValidationError"];
+            };
+        };
+        /** @description The caller holds too many of these at once (for example open live streams); retry later. */
+        TooManyRequests: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "At most 10 live streams per user may be open at once"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorBody"];
             };
         };
         /** @description The database is unavailable; nothing was stored. Retry later. */
@@ -2394,6 +2533,123 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    streamConversationEvents: {
+        parameters: {
+            query?: {
+                /** @description Start after this sequence number (0 = from the start); `Last-Event-ID` takes precedence. */
+                after_seq?: number;
+                /** @description A stream ticket (security scheme `StreamTicket`), for browsers; not needed with `X-Access-Token`. */
+                ticket?: string;
+            };
+            header?: {
+                /** @description The `id` of the last event the client received; the stream resumes after it. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /**
+                 * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream; it stays open until the client or the server ends it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example retry: 1000
+                     *
+                     *     event: status
+                     *     data: {"execution_status":"running","last_seq":1}
+                     *
+                     *     id: 1
+                     *     event: event
+                     *     data: {"seq":1,"received_at":"2025-01-15T10:30:03.100Z","event":{"kind":"MessageEvent","id":"01JD2Q72A1B2C3D4E5F6G7H8J9","source":"user","llm_message":{"role":"user","content":[{"type":"text","text":"Hi"}]}}}
+                     *
+                     *     event: delta
+                     *     data: {"kind":"StreamingDeltaEvent","source":"agent","content":"Hel"}
+                     *
+                     *     : heartbeat
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    createStreamTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ticket. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ticket": "apst_kQ3m9c2NvY1xZr8bT0wLhE5uJfD7sA6gP4iO2yX1nWe",
+                     *       "expires_at": "2025-01-15T10:31:03.100Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StreamTicket"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    getLiveConversationPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
             422: components["responses"]["ValidationFailed"];
         };
     };

@@ -21,6 +21,9 @@ import { operationsHandlers } from './api/handlers/operations.ts';
 import { Metrics, type PoolStats } from './observability/metrics.ts';
 import { metricsTokenChecker } from './observability/metrics-token.ts';
 import { traceRequest } from './observability/request-tracing.ts';
+import { liveHandlers } from './api/handlers/live.ts';
+import { LiveStreams, registerLiveStreams } from './live/live-streams.ts';
+import { StreamTickets } from './live/stream-tickets.ts';
 import { Authenticator, requirePermission, type Permission } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
@@ -85,6 +88,13 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   // tarn's pool under MikroORM's knex, read at each scrape.
   const metrics = new Metrics(() => orm.em.getConnection().getKnex().client.pool as PoolStats | undefined);
   const checkMetricsToken = metricsTokenChecker(config.metricsToken);
+  const liveStreams = new LiveStreams(orm.config.get('clientUrl')!, conversations, {
+    bufferBytes: config.liveStreamBufferBytes,
+    stallMs: config.liveStreamStallMs,
+    heartbeatMs: config.liveStreamHeartbeatMs,
+    maxPerUser: config.liveStreamMaxPerUser,
+  }, logger);
+  const streamTickets = new StreamTickets(orm.em, config.liveStreamTicketTtlMs);
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
@@ -95,6 +105,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...workspaceHandlers(workspaces),
     ...billingHandlers(billing),
     ...operationsHandlers(metrics),
+    ...liveHandlers(conversations, liveStreams, streamTickets),
   };
 
   api.register({
@@ -162,8 +173,11 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   );
   api.registerSecurityHandler('MetricsToken', (c: OperationContext) => checkMetricsToken(headerOf(c, 'authorization')));
 
+  api.registerSecurityHandler('StreamTicket', (c: OperationContext) => streamTickets.redeem(queryOf(c, 'ticket')));
+
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
+  registerLiveStreams(app, liveStreams);
 
   // Tracing (request id, access log, metrics) wraps error rendering, which comes first so that it
   // also catches what the body reader throws.
@@ -193,5 +207,10 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
 function headerOf(c: OperationContext, name: string): string | undefined {
   const value = c.request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function queryOf(c: OperationContext, name: string): string | undefined {
+  const value = c.request.query?.[name];
   return Array.isArray(value) ? value[0] : value;
 }

@@ -44,6 +44,18 @@ export interface Config {
   // Operations (metrics)
   /** Bearer token `/metrics` requires; undefined leaves `/metrics` open. */
   readonly metricsToken: string | undefined;
+
+  // Live conversation streams (src/live/)
+  /** Bytes a live subscriber may have waiting to be sent (and again queued) before it is disconnected as too slow. */
+  readonly liveStreamBufferBytes: number;
+  /** A live subscriber whose full buffer does not drain for this long is disconnected as too slow. */
+  readonly liveStreamStallMs: number;
+  /** Interval of the SSE comment lines that keep idle live streams alive through proxies. */
+  readonly liveStreamHeartbeatMs: number;
+  /** Live streams one user may hold open at once on one server instance; more get 429. */
+  readonly liveStreamMaxPerUser: number;
+  /** How long a stream ticket (for browsers' EventSource) stays valid; it is single-use. */
+  readonly liveStreamTicketTtlMs: number;
 }
 
 /** Stripe Checkout: the secret API key, the webhook signing secret and (for tests) the API's address. */
@@ -135,6 +147,13 @@ export function loadConfig(env: Env = process.env): Config {
 
     // Operations (metrics)
     metricsToken,
+
+    // Live conversation streams (src/live/)
+    liveStreamBufferBytes: integer(env, 'LIVE_STREAM_BUFFER_BYTES', 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024),
+    liveStreamStallMs: integer(env, 'LIVE_STREAM_STALL_MS', 10_000, 100, 3_600_000),
+    liveStreamHeartbeatMs: integer(env, 'LIVE_STREAM_HEARTBEAT_MS', 15_000, 50, 3_600_000),
+    liveStreamMaxPerUser: integer(env, 'LIVE_STREAM_MAX_PER_USER', 10, 1, 10_000),
+    liveStreamTicketTtlMs: integer(env, 'LIVE_STREAM_TICKET_TTL_MS', 60_000, 1_000, 3_600_000),
   });
 }
 

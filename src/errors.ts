@@ -47,12 +47,18 @@ export class InvalidSignatureError extends DomainError {
   override name = 'InvalidSignatureError';
 }
 
+/** The caller has too many of something at once (for example live streams); retry later. */
+export class TooManyRequestsError extends DomainError {
+  override name = 'TooManyRequestsError';
+}
+
 const STATUS_BY_ERROR: ReadonlyArray<[new (...args: never[]) => DomainError, number]> = [
   [UnauthenticatedError, 401],
   [ForbiddenError, 403],
   [NotFoundError, 404],
   [ConflictError, 409],
   [InvalidInputError, 422],
+  [TooManyRequestsError, 429],
   [UnavailableError, 503],
   [InvalidSignatureError, 400],
 ];

@@ -3,6 +3,7 @@ import { loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './db/database.ts';
 import { createApp } from './app.ts';
+import { liveStreamsOf } from './live/live-streams.ts';
 
 /** Load config → open the database (migrated) → create the app → listen; stop cleanly on signals. */
 async function main(): Promise<void> {
@@ -10,8 +11,9 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const database = await openDatabase(config.database, logger);
   let server: Server;
+  let app: Awaited<ReturnType<typeof createApp>>;
   try {
-    const app = await createApp({ config, logger, orm: database.orm, database });
+    app = await createApp({ config, logger, orm: database.orm, database });
     server = app.listen(config.port, config.host);
     await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   } catch (error) {
@@ -27,6 +29,9 @@ async function main(): Promise<void> {
     if (shuttingDown) return;
     shuttingDown = true;
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    // Live streams never finish by themselves: end them (clients resume elsewhere) while the
+    // database they read from is still open.
+    await liveStreamsOf(app)?.close();
     const forced = setTimeout(() => {
       logger.warn('in-flight requests did not finish in time; closing connections');
       server.closeAllConnections();

@@ -5,6 +5,7 @@ import { MIGRATIONS, migrate, ormOptions } from '../src/db/database.ts';
 import { recreateSchema, testDatabase } from './helpers/hooks.ts';
 
 const TABLES = [
+  'stream_tickets',
   'conversation_infos',
   'credit_ledger',
   'checkout_sessions',

@@ -37,6 +37,7 @@ export async function recreateSchema(db: Database): Promise<void> {
 }
 
 const TABLES = [
+  'stream_tickets',
   'conversation_infos',
   'credit_ledger',
   'checkout_sessions',

@@ -1,0 +1,56 @@
+import type { Context as OperationContext } from 'openapi-backend';
+import type { components, operations } from '../../../generated/openapi.ts';
+import type { ConversationService } from '../../conversations/conversation-service.ts';
+import { ForbiddenError } from '../../errors.ts';
+import type { Principal } from '../../identity/authenticator.ts';
+import type { LiveStreams } from '../../live/live-streams.ts';
+import { liveConversationPage } from '../../live/page.ts';
+import type { StreamTickets } from '../../live/stream-tickets.ts';
+import { canonicalUuid } from '../../uuid.ts';
+import { principalOf, respond, type OperationHandlers } from '../context.ts';
+
+type ConversationPath = operations['streamConversationEvents']['parameters']['path'];
+type StreamQuery = NonNullable<operations['streamConversationEvents']['parameters']['query']>;
+
+/** Handlers of the `live` tag: live event streams, their tickets, and a page that shows one. */
+export function liveHandlers(conversations: ConversationService, live: LiveStreams, tickets: StreamTickets): OperationHandlers {
+  return {
+    async streamConversationEvents(operation, ctx) {
+      const { conversation_id } = operation.request.params as ConversationPath;
+      const query = operation.request.query as StreamQuery;
+      const principal = streamPrincipal(operation, canonicalUuid(conversation_id));
+      const lastEventId = ctx.get('last-event-id');
+      const afterSeq = lastEventId ? Number(lastEventId) : (query.after_seq ?? 0);
+      await live.subscribe(principal, conversation_id, afterSeq, ctx.res);
+      // The subscriber writes the response itself, for as long as the stream lasts.
+      ctx.respond = false;
+    },
+    async createStreamTicket(operation, ctx) {
+      const { conversation_id } = operation.request.params as ConversationPath;
+      const principal = principalOf(operation);
+      const conversation = await conversations.getConversation(principal, conversation_id);
+      const { ticket, expiresAt } = await tickets.issue(principal, conversation.id);
+      respond<components['schemas']['StreamTicket']>(ctx, 201, { ticket, expires_at: expiresAt.toISOString() });
+    },
+    getLiveConversationPage(operation, ctx) {
+      const { conversation_id } = operation.request.params as ConversationPath;
+      ctx.status = 200;
+      ctx.type = 'text/html; charset=utf-8';
+      // The page runs only its own inline script and talks only to this server.
+      ctx.set('Content-Security-Policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'");
+      ctx.set('Referrer-Policy', 'no-referrer');
+      ctx.body = liveConversationPage(canonicalUuid(conversation_id));
+    },
+  };
+}
+
+/** The caller of a stream: the access token's holder, or the ticket's (for its conversation only). */
+function streamPrincipal(operation: OperationContext, conversationId: string): Principal {
+  const results = (operation.security ?? {}) as Record<string, unknown>;
+  const ticket = results.StreamTicket as { principal: Principal; conversationId: string } | { error: unknown } | undefined;
+  if (ticket && !('error' in ticket)) {
+    if (ticket.conversationId !== conversationId) throw new ForbiddenError('This ticket is for another conversation');
+    return ticket.principal;
+  }
+  return principalOf(operation);
+}
