@@ -23,6 +23,20 @@ export interface Config {
   readonly credentialCacheTtlMs: number;
   /** Time given to in-flight requests on SIGTERM/SIGINT before the process gives up on them. */
   readonly shutdownGraceMs: number;
+
+  // Reliability: connection and database timeouts (slow clients, unreachable database).
+  /** The whole header block of a request must arrive within this time (slowloris headers). */
+  readonly httpHeadersTimeoutMs: number;
+  /** The whole request, headers and body, must arrive within this time (trickled bodies). */
+  readonly httpRequestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this time. */
+  readonly httpKeepAliveTimeoutMs: number;
+  /** How long a request waits for a free database connection before it gets 503. */
+  readonly dbAcquireTimeoutMs: number;
+  /** Longest a single SQL statement may run (PostgreSQL statement_timeout) before the request gets 503. */
+  readonly dbQueryTimeoutMs: number;
+  /** Longest /readyz waits for the database before it answers 503. */
+  readonly readinessTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -72,5 +86,13 @@ export function loadConfig(env: Env = process.env): Config {
     maxValidationErrors: integer(env, 'MAX_VALIDATION_ERRORS', 100, 1, 10_000),
     credentialCacheTtlMs: integer(env, 'CREDENTIAL_CACHE_TTL_MS', 5_000, 0, 3_600_000),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+
+    // Reliability: connection and database timeouts.
+    httpHeadersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
+    httpRequestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 120_000, 100, 3_600_000),
+    httpKeepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
+    dbAcquireTimeoutMs: integer(env, 'DB_ACQUIRE_TIMEOUT_MS', 5_000, 100, 600_000),
+    dbQueryTimeoutMs: integer(env, 'DB_QUERY_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    readinessTimeoutMs: integer(env, 'READINESS_TIMEOUT_MS', 1_000, 100, 60_000),
   });
 }
