@@ -59,13 +59,23 @@ export function ormOptions(
     entities: [UserSchema, CredentialSchema, VerifiedModelSchema, ConversationSchema, ConversationEventSchema],
     extensions: [Migrator],
     migrations: { migrationsList: MIGRATIONS, transactional: true, allOrNothing: true, snapshot: false },
-    pool: { min: 0, max: poolSize, acquireTimeoutMillis: timeouts.acquireTimeoutMs },
+    pool: {
+      min: 0,
+      max: poolSize,
+      acquireTimeoutMillis: timeouts.acquireTimeoutMs,
+      // A connection whose last query never got its answer (the database stalled and the client-side
+      // `query_timeout` gave up on it) is discarded, not handed to the next request to stall again.
+      validate: (connection: { readyForQuery?: boolean }) => connection.readyForQuery !== false,
+    } as Options['pool'],
     driverOptions: {
       // knex would otherwise put bound values (credential hashes, event payloads) into error messages.
       compileSqlOnError: false,
       acquireConnectionTimeout: timeouts.acquireTimeoutMs,
       connection: {
         statement_timeout: timeouts.queryTimeoutMs,
+        // The client-side bound for a database that stopped answering altogether (no statement_timeout
+        // can fire then): a little longer, so the server's own timeout normally comes first.
+        query_timeout: timeouts.queryTimeoutMs + 2_000,
         // A database that does not even accept the TCP connection fails the connect, not the request.
         connectionTimeoutMillis: timeouts.acquireTimeoutMs,
         // Notice a peer that vanished without closing the connection (cable pulled, host gone).

@@ -11,7 +11,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
       if (UNAVAILABLE_SQLSTATE_PREFIXES.some((prefix) => code.startsWith(prefix))) return true;
     }
     if (name === 'ConnectionException' || name === 'KnexTimeoutError') return true;
-    if (typeof message === 'string' && /Connection terminated|Timeout acquiring a connection|connect ECONNREFUSED|Client has encountered a connection error|timeout expired/.test(message)) {
+    if (typeof message === 'string' && /Connection terminated|Timeout acquiring a connection|connect ECONNREFUSED|Client has encountered a connection error|timeout expired|Query read timeout/.test(message)) {
       return true;
     }
     e = (e as { cause?: unknown; previous?: unknown }).previous ?? (e as { cause?: unknown }).cause;
