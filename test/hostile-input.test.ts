@@ -308,7 +308,9 @@ describe('hostile input: every operation, nothing gives a 5xx', function () {
           continue;
         }
         const back = items[0]!.event;
-        expect(getAt(back, leaf), `${String(event.kind)} ${json(leaf)}`).to.equal(getAt(sent, leaf));
+        // encrypted_content is stored but never rendered (it reads back as null).
+        const expected = leaf[leaf.length - 1] === 'encrypted_content' ? null : getAt(sent, leaf);
+        expect(getAt(back, leaf), `${String(event.kind)} ${json(leaf)}`).to.equal(expected);
         stored++;
       }
     }
