@@ -70,6 +70,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive the agent-server's conversation info
+         * @description Extension (not in interface.md). The agent-server's `ConversationWebhookSubscriber`
+         *     posts `ConversationInfo.model_dump(mode="json")` (openhands-agent-server `models.py`) to
+         *     `{base_url}/conversations` on every change of a conversation's state, with the same
+         *     `X-Session-API-Key` and the same retries as the event webhook.
+         *
+         *     - **Conversation.** A conversation not seen before is created, owned by the session key's
+         *       user (201); an existing one of the caller's is updated (200); another user's → 403 and
+         *       nothing is stored.
+         *     - **What is used.** `title`, `execution_status` and `metrics` become what
+         *       `getConversation` shows (`title`, `execution_status`, `metrics`). A post whose
+         *       `updated_at` is older than that of the info already stored is acknowledged and ignored,
+         *       so a late retry cannot undo a newer state.
+         *     - **Closed where used, open elsewhere.** The fields this service reads (`id`, `title`,
+         *       `execution_status`, `created_at`, `updated_at`, `metrics`, `stats`) are checked (422);
+         *       everything else (agent configuration, workspace, tags, …) is accepted as the
+         *       agent-server sends it.
+         *     - **Secrets.** The info is stored as sent, minus every secret-looking key at any depth
+         *       (`api_key`, `secret…`, `…_secret`, `…token`, `password`, `credential(s)`,
+         *       `authorization`, `cookie`, `private_key`, `access_key`, `session_key`, camelCase or
+         *       not) whose value is a string, object or array; numbers (token counts) are kept. The
+         *       body is never logged and never echoed in a 422.
+         *     - **Lossless.** Stored as JSON text (PostgreSQL `json`), like events: `\u0000`, lone
+         *       surrogates and large numbers are kept.
+         */
+        post: operations["receiveConversationInfo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/conversations": {
         parameters: {
             query?: never;
@@ -102,7 +144,8 @@ export interface paths {
         };
         /**
          * Get one conversation
-         * @description Returns a conversation owned by the caller with its execution status and event count.
+         * @description Returns a conversation owned by the caller with its execution status and event count, and the
+         *     title and latest metrics from the agent-server's conversation info (`receiveConversationInfo`).
          */
         get: operations["getConversation"];
         put?: never;
@@ -150,11 +193,102 @@ export interface paths {
          * Register an issue-tracker workspace
          * @description Creates an issue-tracker workspace with the caller as its admin and links the caller to
          *     it (201). Registering an existing `workspace_name` again updates it (200) when the caller
-         *     is its admin, otherwise 403. `status` becomes `active` or `inactive` from `is_active`.
-         *     `webhook_secret` and `svc_acc_api_key` are encrypted at rest (AES-256-GCM) and never
-         *     returned. Any signed-in user may register (the interface does not name a permission).
+         *     is its admin, otherwise 403; either way the caller's active link moves to this workspace
+         *     (a user has at most one active link). `status` becomes `active` or `inactive` from
+         *     `is_active`. `webhook_secret` and `svc_acc_api_key` are encrypted at rest (AES-256-GCM,
+         *     each ciphertext naming its key, so keys can be rotated) and never returned, logged or
+         *     echoed in a 422. Any signed-in user may register (the interface does not name a permission).
+         *
+         *     `issuetracker_cloud_id`: when the server is configured with an issue-tracker base URL
+         *     (`ISSUE_TRACKER_BASE_URL`, for Jira Cloud `https://{workspace}.atlassian.net`), the
+         *     service account is verified first (`GET {base}/rest/api/3/myself`, HTTP basic auth
+         *     `svc_acc_email:svc_acc_api_key`) and the cloud id is taken from the tracker's tenant
+         *     information (`GET {base}/_edge/tenant_info`, field `cloudId`). A refused account (401/403)
+         *     is a 422 on `svc_acc_api_key`, a site the tracker does not know (404) a 422 on
+         *     `workspace_name`; an unreachable tracker (network error, timeout, 5xx) is a 503. In each
+         *     of these cases nothing is stored. Without that configuration the cloud id is a stable
+         *     server-generated id, kept when the workspace is registered again.
          */
         post: operations["createWorkspaceRegistration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/integration/issuetracker/workspaces/{workspace_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Activate or deactivate a workspace
+         * @description Added (the interface does not show it). The workspace's admin turns it off (`inactive`:
+         *     its tracker webhooks are refused with 404 and nobody can link to it) or on again. Links
+         *     are kept either way. Anyone else → 403; unknown name → 404.
+         */
+        patch: operations["updateWorkspace"];
+        trace?: never;
+    };
+    "/integration/issuetracker/workspaces/{workspace_name}/link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Link the caller to an existing workspace
+         * @description Added (the interface does not show it). Links the caller to the active workspace of that
+         *     name, the way members of a team join the workspace their admin registered; the caller's
+         *     previous active link, if any, becomes inactive. Linking to the workspace already linked
+         *     is a no-op (200). Unknown name → 404; an inactive workspace → 409.
+         */
+        post: operations["linkWorkspace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/integration/issuetracker/events/{workspace_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive an issue-tracker webhook delivery
+         * @description Added (the interface does not show it): the reason a workspace has a `webhook_secret`.
+         *     The issue tracker posts its webhooks here, signed the way Jira Cloud signs webhooks that
+         *     have a secret: header `X-Hub-Signature: sha256=<hex>`, the lower- or upper-case hex
+         *     HMAC-SHA256 of the exact request body bytes under the workspace's `webhook_secret`. It
+         *     is compared in constant time.
+         *
+         *     - No `X-Hub-Signature` header, or one not of that form → 401, before the workspace is
+         *       looked up. A well-formed signature for an unknown or inactive workspace → 404; a wrong
+         *       signature for an active workspace → 401. (Workspace names are not secret: members link
+         *       by name.)
+         *     - Each delivery is stored once, as received (JSON text, not re-serialised), keyed by the
+         *       tracker's delivery id: `X-Atlassian-Webhook-Identifier` (Jira Cloud), else
+         *       `sha256:<hex>` of the body. A redelivery is acknowledged with 200 and
+         *       `duplicate: true` and not stored again.
+         *     - No credential header: the signature is the credential.
+         */
+        post: operations["receiveTrackerEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -176,7 +310,12 @@ export interface paths {
         get: operations["getWorkspaceLink"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Unlink the caller from their workspace
+         * @description Added (the interface does not show it). Makes the caller's active link inactive; the
+         *     workspace itself is untouched (its admin stays its admin). No active link → 404.
+         */
+        delete: operations["unlinkWorkspace"];
         options?: never;
         head?: never;
         patch?: never;
@@ -251,11 +390,178 @@ export interface paths {
         /**
          * Create a checkout session
          * @description Starts a payment of `amount` whole US dollars for the caller (any signed-in user) and
-         *     returns the address to send the browser to. The payment provider is Stripe Checkout when
-         *     configured, otherwise a built-in local checkout page served by this server. The upper
-         *     limit of `amount` is server-configured; a larger amount → 422. Provider unreachable → 503.
+         *     returns the absolute address to send the browser to. The payment provider is Stripe
+         *     Checkout when configured, otherwise a built-in local checkout page served by this server. The upper
+         *     limit of `amount` is server-configured (`BILLING_MAX_AMOUNT_USD`, 10000 by default); a
+         *     larger amount → 422 `less_than_equal`. `amount` must be a JSON integer: `0`, negatives,
+         *     `10.5`, `"10"` or a missing `amount` → 422. Provider unreachable → 503.
+         *
+         *     Every session is stored (`pending`) and ends in exactly one of:
+         *     - `completed`: paid; the caller's balance (`getCredits`) grows by `amount`, exactly once,
+         *       however often the completion arrives (a double click, a replayed or duplicated Stripe
+         *       webhook, two server instances at once).
+         *     - `cancelled`: the payer pressed Cancel on the local checkout page.
+         *     - `expired`: not paid within `CHECKOUT_SESSION_TTL_MINUTES` (60 by default) of creation.
+         *       An expired or cancelled session can no longer be completed.
+         *
+         *     With **Stripe** (`STRIPE_SECRET_KEY` set), `redirect_url` is Stripe Checkout's page for a
+         *     session in `payment` mode (card, `amount × 100` cents USD, expiring when ours does) that
+         *     sends the payer back to `/billing/checkout/{session_id}` on this server; the payment
+         *     completes through `handleStripeWebhook`. Without Stripe, `redirect_url` is the **local
+         *     checkout** page `/billing/checkout/{session_id}`, where the payment is confirmed or
+         *     cancelled with a button: no money moves, so it is meant for development and demos.
          */
         post: operations["createCheckoutSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/billing/credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's credit balance and recent checkout sessions
+         * @description The balance is the sum of the caller's completed checkout sessions, in whole US dollars;
+         *     each completed session is counted once. Sessions are listed newest first; a pending
+         *     session past its expiry is shown (and from then on stored) as `expired`.
+         */
+        get: operations["getCredits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/billing/stripe/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stripe webhook (checkout events)
+         * @description Endpoint to register in Stripe's dashboard for the events `checkout.session.completed`
+         *     and `checkout.session.expired`. No access token: the `Stripe-Signature` header is checked
+         *     by Stripe's SDK (`webhooks.constructEvent`) over the exact bytes received, with
+         *     `STRIPE_WEBHOOK_SECRET`, and must be at most 5 minutes old. Missing, wrong or stale
+         *     signature → **400**, and nothing happens.
+         *
+         *     - `checkout.session.completed` with `payment_status: paid` and the amount and currency we
+         *       asked for completes our session and credits the payer, exactly once: a redelivered or
+         *       duplicated event is acknowledged (200) and changes nothing. Whether the payment was in
+         *       time is judged by the event's `created` (when Stripe completed the session), so a
+         *       delivery Stripe retries after the expiry still credits a payment made before it; a
+         *       completion created after the expiry is acknowledged and not credited.
+         *     - With a delayed payment method the completion is `unpaid` and changes nothing;
+         *       `checkout.session.async_payment_succeeded` then credits the session (once), and
+         *       `checkout.session.async_payment_failed` changes nothing.
+         *     - `checkout.session.expired` marks a pending session `expired`.
+         *     - Every other event type, and events for sessions this server did not create, are
+         *       acknowledged with 200 and ignored (so Stripe does not retry them).
+         *
+         *     Without Stripe configured → 404. The body must be JSON; it is not stored.
+         */
+        post: operations["handleStripeWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/billing/checkout/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+                 * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+                 */
+                session_id: components["parameters"]["CheckoutSessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Checkout page (HTML) of a session
+         * @description The page a browser is sent to: for the local checkout, the amount with **Confirm payment**
+         *     and **Cancel** buttons (plain HTML forms posting to `confirmCheckout` / `cancelCheckout`,
+         *     no script); for Stripe, where Stripe sends the payer back (`outcome=success` or
+         *     `outcome=cancel`), the session's state. No credential: the session id (a random UUID) is
+         *     the capability, so the page shows nothing but the amount and state, and is sent with a
+         *     strict Content-Security-Policy, `Referrer-Policy: no-referrer` and `Cache-Control: no-store`.
+         */
+        get: operations["getCheckoutPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/billing/checkout/{session_id}/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+                 * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+                 */
+                session_id: components["parameters"]["CheckoutSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm a local checkout (the page's Confirm button)
+         * @description Completes a pending local-checkout session and credits its owner, exactly once: a second
+         *     confirmation (a double click, a resent form) changes nothing. Answers 303 to the checkout
+         *     page, which then shows the payment as completed. An expired or cancelled session → 409
+         *     (with the page, as HTML); a Stripe session cannot be confirmed here → 409. Any body is
+         *     ignored.
+         */
+        post: operations["confirmCheckout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/billing/checkout/{session_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+                 * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+                 */
+                session_id: components["parameters"]["CheckoutSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a local checkout (the page's Cancel button)
+         * @description A pending local-checkout session becomes `cancelled` and can no longer be completed.
+         *     Answers 303 to the checkout page; cancelling again is harmless. A completed or expired
+         *     session (or a Stripe one) → 409 with the page. Any body is ignored.
+         */
+        post: operations["cancelCheckout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -489,8 +795,34 @@ export interface components {
             } | null;
         };
         /**
+         * @description Extension (not in interface.md): the SDK's small, privacy-safe failure classification
+         *     (`openhands-sdk` `event/error_classification.py`, `extra="forbid"`). The SDK's validators
+         *     fill it in on every `ConversationErrorEvent` and `AgentErrorEvent`, so real error events
+         *     always carry it. Closed, like the SDK model.
+         */
+        ErrorClassification: {
+            /**
+             * @description Broad kind of the failure (`FailureKind`).
+             * @enum {string}
+             */
+            kind: "auth" | "quota" | "rate_limit" | "config" | "transient" | "agent_action" | "internal" | "unknown";
+            /** @description Whether retrying may succeed. */
+            retryable: boolean;
+            /**
+             * @description What the user can do about it (`FailureAction`).
+             * @default none
+             * @enum {string}
+             */
+            user_action: "none" | "retry" | "settings";
+            /** @description Id of the failure for support and telemetry, if any. */
+            error_id?: string | null;
+        };
+        /**
          * @description An LLM message. Fields after `tool_call_id` are not shown by the interface: further
-         *     properties are accepted and stored unchanged (DECISIONS.md).
+         *     properties are accepted and stored unchanged (DECISIONS.md). The ones the SDK
+         *     (`openhands-sdk` `llm/message.py`, commit 611629e) serializes on every message are described
+         *     below as extensions: `name`, `reasoning_content`, `thinking_blocks`,
+         *     `responses_reasoning_item`.
          */
         Message: {
             /**
@@ -507,21 +839,40 @@ export interface components {
             tool_calls?: components["schemas"]["MessageToolCall"][] | null;
             /** @description For a tool message, the id of the tool call it answers. */
             tool_call_id?: string | null;
+            /** @description Extension (SDK `Message`, not in interface.md) — for a tool message, the tool's name. */
+            name?: string | null;
+            /** @description Extension (SDK `Message`) — intermediate reasoning of a reasoning model. */
+            reasoning_content?: string | null;
+            /** @description Extension (SDK `Message`) — provider thinking blocks of the response. */
+            thinking_blocks?: (components["schemas"]["ThinkingBlock"] | components["schemas"]["RedactedThinkingBlock"])[];
+            /** @description Extension (SDK `Message`) — reasoning item of the Responses API, or null. */
+            responses_reasoning_item?: components["schemas"]["ReasoningItemModel"] | null;
         } & {
             [key: string]: unknown;
         };
         /**
-         * @description Name of an action kind; the value of `kind` inside `ActionEvent.action`.
+         * @description Name of an action kind; the value of `kind` inside `ActionEvent.action`. The interface's 37
+         *     names, plus one extension: `ConsultTomAction` (openhands-tools `tom_consult`), which real
+         *     agents send although interface.md does not list it. Client-defined tools have kinds of their
+         *     own (`ClientActionKind`).
          * @enum {string}
          */
-        ActionKind: "MCPToolAction" | "FinishAction" | "InvokeSkillAction" | "SwitchLLMAction" | "ThinkAction" | "VisionInspectAction" | "ApplyPatchAction" | "BrowserAction" | "BrowserClickAction" | "BrowserCloseTabAction" | "BrowserGetContentAction" | "BrowserGetStateAction" | "BrowserGetStorageAction" | "BrowserGoBackAction" | "BrowserListTabsAction" | "BrowserNavigateAction" | "BrowserScrollAction" | "BrowserSetStorageAction" | "BrowserStartRecordingAction" | "BrowserStopRecordingAction" | "BrowserSwitchTabAction" | "BrowserTypeAction" | "DelegateAction" | "FileEditorAction" | "EditAction" | "ListDirectoryAction" | "ReadFileAction" | "WriteFileAction" | "GlobAction" | "GrepAction" | "PlanningFileEditorAction" | "TaskAction" | "TaskTrackerAction" | "TerminalAction" | "ConsultAdvisorAction" | "SleeptimeComputeAction" | "WorkflowAction";
+        ActionKind: "MCPToolAction" | "FinishAction" | "InvokeSkillAction" | "SwitchLLMAction" | "ThinkAction" | "VisionInspectAction" | "ApplyPatchAction" | "BrowserAction" | "BrowserClickAction" | "BrowserCloseTabAction" | "BrowserGetContentAction" | "BrowserGetStateAction" | "BrowserGetStorageAction" | "BrowserGoBackAction" | "BrowserListTabsAction" | "BrowserNavigateAction" | "BrowserScrollAction" | "BrowserSetStorageAction" | "BrowserStartRecordingAction" | "BrowserStopRecordingAction" | "BrowserSwitchTabAction" | "BrowserTypeAction" | "DelegateAction" | "FileEditorAction" | "EditAction" | "ListDirectoryAction" | "ReadFileAction" | "WriteFileAction" | "GlobAction" | "GrepAction" | "PlanningFileEditorAction" | "TaskAction" | "TaskTrackerAction" | "TerminalAction" | "ConsultAdvisorAction" | "SleeptimeComputeAction" | "WorkflowAction" | "ConsultTomAction";
+        /**
+         * @description Extension (not in interface.md): the action kind of a client-defined tool. The SDK
+         *     (`openhands-sdk` `tool/client_tool.py`) builds the action class of a tool that the client
+         *     executes itself at run time and names it `ClientAction_<tool name>`, so these kinds are
+         *     open-ended and accepted by this pattern.
+         */
+        ClientActionKind: string;
         /**
          * @description A single executable tool call. Only `kind` is checked; the payload fields of every action
          *     kind are not shown by the interface, so further properties are accepted and stored
          *     unchanged (DECISIONS.md).
          */
         Action: {
-            kind: components["schemas"]["ActionKind"];
+            /** @description A listed action kind (`ActionKind`) or a client-defined tool's (`ClientActionKind`). */
+            kind: components["schemas"]["ActionKind"] | components["schemas"]["ClientActionKind"];
         } & {
             [key: string]: unknown;
         };
@@ -705,6 +1056,12 @@ export interface components {
             code: string;
             /** @description Error details. */
             detail: string;
+            /**
+             * @description Extension (not in interface.md): the failure's classification (`ErrorClassification`),
+             *     or null. The SDK fills it in from `code` and `detail` whenever it is not given, so every
+             *     ConversationErrorEvent the agent-server sends has one.
+             */
+            classification?: components["schemas"]["ErrorClassification"] | null;
         };
         /**
          * @description A change of conversation state, sent so remote clients stay in sync without REST calls.
@@ -733,7 +1090,8 @@ export interface components {
             /**
              * @description New value (any JSON value). With `key = execution_status` it is the new status
              *     (`idle`, `running`, `paused`, `waiting_for_confirmation`, `finished`, `error`,
-             *     `stuck`) and becomes the conversation's `execution_status`. With `key = full_state`
+             *     `stuck`, `deleting`) and becomes the conversation's `execution_status`; any other value
+             *     is stored without effect. With `key = full_state`
              *     it is a snapshot object of the whole state; its `execution_status`, when present,
              *     becomes the conversation's `execution_status`.
              */
@@ -863,10 +1221,10 @@ export interface components {
             /** @description Reasoning item from model output, or null. */
             responses_reasoning_item?: components["schemas"]["ReasoningItemModel"] | null;
             /**
-             * @description Not listed by interface.md: OpenRouter reasoning blocks, which current OpenHands
-             *     agent-servers include in every ActionEvent they send (`null` when there are none).
-             *     Accepted so that the real client's batches are not rejected; stored opaquely and never
-             *     logged (they may carry encrypted reasoning).
+             * @description Not listed by interface.md: OpenRouter reasoning blocks (array of objects, or null).
+             *     The SDK at commit 611629e (openhands-sdk 1.43.1) never emits this field; it stays
+             *     accepted so that producers that do send it are not refused (harmless: stored opaquely,
+             *     never logged, as they may carry encrypted reasoning).
              */
             reasoning_details?: {
                 [key: string]: unknown;
@@ -942,6 +1300,12 @@ export interface components {
             tool_call_id: string;
             /** @description Error message from the scaffold. */
             error: string;
+            /**
+             * @description Extension (not in interface.md): the failure's classification (`ErrorClassification`),
+             *     or null. The SDK sets `{kind: unknown, retryable: false}` when the producer gave none, so
+             *     every AgentErrorEvent the agent-server sends has one.
+             */
+            classification?: components["schemas"]["ErrorClassification"] | null;
         };
         /** @description The result of an action. */
         ObservationEvent: {
@@ -1120,6 +1484,110 @@ export interface components {
             /** @description Parent event id; see `Event`. */
             parent_id?: string | null;
         };
+        /**
+         * @description The SDK's `ConversationExecutionStatus` values.
+         * @enum {string}
+         */
+        ExecutionStatus: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck" | "deleting";
+        /** @description Token counts of LLM calls (SDK `TokenUsage`). */
+        TokenUsage: {
+            /** @description Model name. */
+            model?: string;
+            /** @description Prompt tokens. */
+            prompt_tokens?: number;
+            /** @description Completion tokens. */
+            completion_tokens?: number;
+            /** @description Prompt tokens read from the provider's cache. */
+            cache_read_tokens?: number;
+            /** @description Prompt tokens written to the provider's cache. */
+            cache_write_tokens?: number;
+            /** @description Reasoning tokens. */
+            reasoning_tokens?: number;
+            /** @description Context window of the model. */
+            context_window?: number;
+            /** @description Tokens of the last turn. */
+            per_turn_token?: number;
+            /** @description Id of the LLM response. */
+            response_id?: string;
+        };
+        /** @description Accumulated cost and token usage of a conversation (SDK `MetricsSnapshot`). */
+        MetricsSnapshot: {
+            /** @description Model name. */
+            model_name?: string;
+            /** @description Accumulated cost in US dollars. */
+            accumulated_cost?: number;
+            /** @description Budget limit per task, if any. */
+            max_budget_per_task?: number | null;
+            /** @description Accumulated token usage, or null. */
+            accumulated_token_usage?: components["schemas"]["TokenUsage"] | null;
+        };
+        /**
+         * @description Metrics of one LLM (SDK `Metrics`): a `MetricsSnapshot` plus, unless the agent-server sent a
+         *     snapshot, the history of costs, latencies and token usages.
+         */
+        Metrics: {
+            /** @description Model name. */
+            model_name?: string;
+            /** @description Accumulated cost in US dollars. */
+            accumulated_cost?: number;
+            /** @description Budget limit per task, if any. */
+            max_budget_per_task?: number | null;
+            /** @description Accumulated token usage, or null. */
+            accumulated_token_usage?: components["schemas"]["TokenUsage"] | null;
+            /** @description Cost of each call. */
+            costs?: {
+                /** @description Model name. */
+                model: string;
+                /** @description Cost in US dollars. */
+                cost: number;
+                /** @description Unix time of the call. */
+                timestamp?: number;
+            }[];
+            /** @description Latency of each call. */
+            response_latencies?: {
+                /** @description Model name. */
+                model: string;
+                /** @description Latency in seconds. */
+                latency: number;
+                /** @description Id of the LLM response. */
+                response_id: string;
+            }[];
+            /** @description Token usage of each call. */
+            token_usages?: components["schemas"]["TokenUsage"][];
+        };
+        /** @description Per-LLM usage metrics of a conversation (SDK `ConversationStats`). */
+        ConversationStats: {
+            /** @description Metrics by usage id (for example `agent`, `condenser`). */
+            usage_to_metrics?: {
+                [key: string]: components["schemas"]["Metrics"];
+            };
+        };
+        /**
+         * @description Extension (not in interface.md): the agent-server's `ConversationInfo`, as
+         *     `model_dump(mode="json")` writes it. Only the fields this service reads are described and
+         *     checked; every other property (agent, workspace, confirmation policy, tags, …) is accepted
+         *     unchanged. Secret-looking keys are removed before it is stored (see
+         *     `receiveConversationInfo`).
+         */
+        ConversationInfo: {
+            /**
+             * Format: uuid
+             * @description Conversation id (dashed or 32 hex digits).
+             */
+            id: string;
+            /** @description Title of the conversation, once the agent-server has one. */
+            title?: string | null;
+            execution_status?: components["schemas"]["ExecutionStatus"];
+            /** @description When the agent-server created the conversation (ISO 8601; without an offset, UTC). */
+            created_at?: string;
+            /** @description When the agent-server last changed it (ISO 8601; without an offset, UTC). */
+            updated_at?: string;
+            /** @description The conversation's accumulated metrics, or null. */
+            metrics?: components["schemas"]["MetricsSnapshot"] | null;
+            stats?: components["schemas"]["ConversationStats"];
+        } & {
+            [key: string]: unknown;
+        };
         /** @description A conversation created by its first webhook delivery, owned by the session key's user. */
         Conversation: {
             /**
@@ -1128,11 +1596,17 @@ export interface components {
              */
             id: string;
             /**
+             * @description Title from the agent-server's latest conversation info (`receiveConversationInfo`);
+             *     null until it sends one.
+             */
+            title: string | null;
+            /**
              * @description Execution status (values of the agent SDK), derived from the events (see
-             *     `ingestEvents`); null until a status-bearing event arrives.
+             *     `ingestEvents`) and from the agent-server's conversation info
+             *     (`receiveConversationInfo`), whichever came last; null until either says.
              * @enum {string|null}
              */
-            execution_status: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck" | null;
+            execution_status: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck" | "deleting" | null;
             /** @description Number of stored events (StreamingDeltaEvent is not stored). */
             event_count: number;
             /**
@@ -1150,6 +1624,11 @@ export interface components {
              * @description When the last event was stored; null when none is stored yet.
              */
             last_event_at: string | null;
+            /**
+             * @description Accumulated cost and token usage from the agent-server's latest conversation info
+             *     (`receiveConversationInfo`); null until it sends some.
+             */
+            metrics: components["schemas"]["MetricsSnapshot"] | null;
         };
         /** @description One page of conversations. */
         ConversationPage: {
@@ -1247,6 +1726,27 @@ export interface components {
             updated_at: string;
             workspace: components["schemas"]["Workspace"];
         };
+        /** @description Change of a workspace by its admin. */
+        WorkspaceUpdate: {
+            /** @description Whether the workspace is active (`status` `active`) or not (`inactive`). */
+            is_active: boolean;
+        };
+        /** @description A webhook delivery of the issue tracker (for Jira, `webhookEvent`, `issue`, `comment`, …); stored exactly as received, so any properties are accepted. */
+        TrackerEvent: {
+            [key: string]: unknown;
+        };
+        /** @description Acknowledgement of a tracker delivery. */
+        TrackerDeliveryReceipt: {
+            /**
+             * @description Always true.
+             * @constant
+             */
+            success: true;
+            /** @description The delivery id the delivery is stored under (`X-Atlassian-Webhook-Identifier`, or `sha256:<hex>` of the body). */
+            delivery_id: string;
+            /** @description True when this delivery id was stored before; nothing was stored again. */
+            duplicate: boolean;
+        };
         /** @description A new verified model. The interface does not say which fields are required; `model_name` and `provider` are. */
         VerifiedModelCreate: {
             /** @description Model name, 1–255 characters after trimming (`x-trim` removes surrounding whitespace before the length is checked and the value stored). */
@@ -1311,6 +1811,46 @@ export interface components {
              * @description Address of the checkout page (Stripe Checkout, or the built-in local page) to send the browser to.
              */
             redirect_url: string;
+        };
+        /** @description A checkout session, as its owner sees it. */
+        CheckoutSessionSummary: {
+            /**
+             * Format: uuid
+             * @description Session id (also in the checkout page's address).
+             */
+            id: string;
+            /** @description Amount in whole US dollars. */
+            amount_usd: number;
+            /**
+             * @description Payment provider that took (or was to take) the payment.
+             * @enum {string}
+             */
+            provider: "local" | "stripe";
+            /**
+             * @description `pending` until paid (`completed`, credited once), cancelled on the local checkout
+             *     page (`cancelled`) or not paid in time (`expired`).
+             * @enum {string}
+             */
+            status: "pending" | "completed" | "cancelled" | "expired";
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When a pending session expires.
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description When the payment completed; null unless `completed`.
+             */
+            completed_at: string | null;
+        };
+        /** @description The caller's credit balance and recent checkout sessions. */
+        Credits: {
+            /** @description Sum of the caller's completed checkout sessions, in whole US dollars. */
+            balance_usd: number;
+            /** @description The caller's most recent checkout sessions, newest first. */
+            sessions: components["schemas"]["CheckoutSessionSummary"][];
         };
         /** @description A user holding every permission. */
         SuperAdmin: {
@@ -1385,6 +1925,20 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
+        /** @description The configured issue tracker could not be reached (network error, timeout or 5xx); nothing was stored. Retry later. */
+        IssueTrackerUnavailable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "The issue tracker could not be reached; retry later."
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
         /** @description The request body is larger than the server-configured maximum. */
         PayloadTooLarge: {
             headers: {
@@ -1439,10 +1993,20 @@ export interface components {
     };
     parameters: {
         /**
+         * @description Name of an issue-tracker workspace.
+         * @example acme-engineering
+         */
+        WorkspaceNamePath: string;
+        /**
          * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
          * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
          */
         ConversationIdPath: string;
+        /**
+         * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+         * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+         */
+        CheckoutSessionId: string;
     };
     requestBodies: never;
     headers: never;
@@ -1508,6 +2072,97 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    receiveConversationInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                 *       "title": "Fix the failing test",
+                 *       "execution_status": "running",
+                 *       "created_at": "2026-11-23T18:00:00Z",
+                 *       "updated_at": "2026-11-23T18:05:00Z",
+                 *       "metrics": {
+                 *         "model_name": "anthropic/claude-sonnet-4-5",
+                 *         "accumulated_cost": 0.0123,
+                 *         "max_budget_per_task": null,
+                 *         "accumulated_token_usage": {
+                 *           "model": "anthropic/claude-sonnet-4-5",
+                 *           "prompt_tokens": 1200,
+                 *           "completion_tokens": 300,
+                 *           "cache_read_tokens": 100,
+                 *           "cache_write_tokens": 0,
+                 *           "reasoning_tokens": 0,
+                 *           "context_window": 200000,
+                 *           "per_turn_token": 1500,
+                 *           "response_id": ""
+                 *         }
+                 *       },
+                 *       "stats": {
+                 *         "usage_to_metrics": {}
+                 *       },
+                 *       "agent": {
+                 *         "kind": "Agent",
+                 *         "llm": {
+                 *           "model": "anthropic/claude-sonnet-4-5",
+                 *           "usage_id": "agent"
+                 *         }
+                 *       },
+                 *       "workspace": {
+                 *         "kind": "LocalWorkspace",
+                 *         "working_dir": "/workspace/project"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConversationInfo"];
+            };
+        };
+        responses: {
+            /** @description The caller's existing conversation was updated (or the post was older than what is stored). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            /** @description The conversation was new and has been created, owned by the caller. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The conversation exists and is owned by another user. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This conversation belongs to another user."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listConversations: {
         parameters: {
             query?: {
@@ -1533,11 +2188,13 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "title": null,
                      *           "execution_status": "running",
                      *           "event_count": 3,
                      *           "created_at": "2025-01-15T10:30:00.200Z",
                      *           "updated_at": "2025-01-15T10:30:03.100Z",
-                     *           "last_event_at": "2025-01-15T10:30:03.100Z"
+                     *           "last_event_at": "2025-01-15T10:30:03.100Z",
+                     *           "metrics": null
                      *         }
                      *       ],
                      *       "next_cursor": "eyJ1IjoiMjAyNS0wMS0xNVQxMDozMDowMy4xMDBaIn0"
@@ -1574,11 +2231,28 @@ export interface operations {
                     /**
                      * @example {
                      *       "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "title": "List the repository files",
                      *       "execution_status": "paused",
                      *       "event_count": 42,
                      *       "created_at": "2025-01-15T10:30:00.200Z",
                      *       "updated_at": "2025-01-15T10:41:12.900Z",
-                     *       "last_event_at": "2025-01-15T10:41:12.900Z"
+                     *       "last_event_at": "2025-01-15T10:41:12.900Z",
+                     *       "metrics": {
+                     *         "model_name": "anthropic/claude-sonnet-4-5",
+                     *         "accumulated_cost": 0.0123,
+                     *         "max_budget_per_task": null,
+                     *         "accumulated_token_usage": {
+                     *           "model": "anthropic/claude-sonnet-4-5",
+                     *           "prompt_tokens": 1200,
+                     *           "completion_tokens": 300,
+                     *           "cache_read_tokens": 100,
+                     *           "cache_write_tokens": 0,
+                     *           "reasoning_tokens": 0,
+                     *           "context_window": 200000,
+                     *           "per_turn_token": 1500,
+                     *           "response_id": ""
+                     *         }
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
@@ -1739,6 +2413,207 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["IssueTrackerUnavailable"];
+        };
+    };
+    updateWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of an issue-tracker workspace.
+                 * @example acme-engineering
+                 */
+                workspace_name: components["parameters"]["WorkspaceNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "is_active": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkspaceUpdate"];
+            };
+        };
+        responses: {
+            /** @description The workspace as it now is. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 3,
+                     *       "name": "acme-engineering",
+                     *       "issuetracker_cloud_id": "acme-engineering",
+                     *       "status": "inactive",
+                     *       "editable": true,
+                     *       "created_at": "2025-01-15T11:00:00.000Z",
+                     *       "updated_at": "2025-01-16T09:12:30.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    linkWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of an issue-tracker workspace.
+                 * @example acme-engineering
+                 */
+                workspace_name: components["parameters"]["WorkspaceNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's active link, now to this workspace. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 9,
+                     *       "idp_user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "issuetracker_workspace_id": 3,
+                     *       "status": "active",
+                     *       "created_at": "2025-01-15T11:00:00.000Z",
+                     *       "updated_at": "2025-01-15T11:00:00.000Z",
+                     *       "workspace": {
+                     *         "id": 3,
+                     *         "name": "acme-engineering",
+                     *         "issuetracker_cloud_id": "acme-engineering",
+                     *         "status": "active",
+                     *         "editable": false,
+                     *         "created_at": "2025-01-15T11:00:00.000Z",
+                     *         "updated_at": "2025-01-15T11:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WorkspaceLink"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description The workspace is inactive. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This workspace is inactive."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    receiveTrackerEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description `sha256=<hex>` HMAC-SHA256 of the body under the workspace's webhook secret. Missing → 401.
+                 * @example sha256=4b0b2f3c8a0f6f5e0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b
+                 */
+                "X-Hub-Signature"?: string;
+                /**
+                 * @description The tracker's id of this delivery, the same on its retries. Absent → the SHA-256 of the body.
+                 * @example 4a5b6c7d-1111-2222-3333-444455556666
+                 */
+                "X-Atlassian-Webhook-Identifier"?: string;
+            };
+            path: {
+                /**
+                 * @description Name of an issue-tracker workspace.
+                 * @example acme-engineering
+                 */
+                workspace_name: components["parameters"]["WorkspaceNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "timestamp": 1736938800000,
+                 *       "webhookEvent": "jira:issue_created",
+                 *       "issue": {
+                 *         "key": "ACME-42"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["TrackerEvent"];
+            };
+        };
+        responses: {
+            /** @description The delivery is stored (or was stored before). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "delivery_id": "4a5b6c7d-1111-2222-3333-444455556666",
+                     *       "duplicate": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackerDeliveryReceipt"];
+                };
+            };
+            /** @description The signature is missing, malformed or wrong. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Invalid X-Hub-Signature."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No active workspace has this name. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No active issue-tracker workspace has this name."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getWorkspaceLink: {
@@ -1777,6 +2652,39 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["WorkspaceLink"];
                 };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The caller has no active workspace link. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No issue-tracker workspace is linked to your account."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    unlinkWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller has no active link any more. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             401: components["responses"]["Unauthorized"];
             /** @description The caller has no active workspace link. */
@@ -2014,6 +2922,219 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+        };
+    };
+    getCredits: {
+        parameters: {
+            query?: {
+                /** @description How many recent sessions to list. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's balance and recent sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "balance_usd": 25,
+                     *       "sessions": [
+                     *         {
+                     *           "id": "0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10",
+                     *           "amount_usd": 25,
+                     *           "provider": "local",
+                     *           "status": "completed",
+                     *           "created_at": "2026-11-23T18:00:00.000Z",
+                     *           "expires_at": "2026-11-23T19:00:00.000Z",
+                     *           "completed_at": "2026-11-23T18:01:12.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Credits"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    handleStripeWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Stripe's signature of the body (`t=…,v1=…`); checked by the server, 400 when missing or wrong. */
+                "Stripe-Signature"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_1Q2w3E4r5T6y7U8i",
+                 *       "object": "event",
+                 *       "type": "checkout.session.completed",
+                 *       "created": 1795460000,
+                 *       "data": {
+                 *         "object": {
+                 *           "id": "cs_test_a1b2c3d4e5",
+                 *           "object": "checkout.session",
+                 *           "payment_status": "paid",
+                 *           "amount_total": 2500,
+                 *           "currency": "usd"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The event was processed, or acknowledged and ignored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description The `Stripe-Signature` header is missing, does not match the body, or is too old. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Missing Stripe-Signature header"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    getCheckoutPage: {
+        parameters: {
+            query?: {
+                /** @description Set by Stripe's return URLs. */
+                outcome?: "success" | "cancel";
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+                 * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+                 */
+                session_id: components["parameters"]["CheckoutSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The checkout page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    confirmCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+                 * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+                 */
+                session_id: components["parameters"]["CheckoutSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Completed (now or before); the browser is sent back to the checkout page. */
+            303: {
+                headers: {
+                    /** @description The checkout page. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+            /** @description The session is expired or cancelled (or paid through Stripe) and cannot be completed here. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    cancelCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
+                 * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
+                 */
+                session_id: components["parameters"]["CheckoutSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled (now or before); the browser is sent back to the checkout page. */
+            303: {
+                headers: {
+                    /** @description The checkout page. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+            /** @description The session is completed or expired (or paid through Stripe) and cannot be cancelled. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     listSuperAdmins: {

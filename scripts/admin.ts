@@ -9,11 +9,13 @@
  */
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { ConfigError, loadConfig, type Config } from '../src/config.ts';
 import { openDatabase, type Database } from '../src/db/database.ts';
 import { DomainError, InvalidInputError } from '../src/errors.ts';
 import { IdentityService } from '../src/identity/identity-service.ts';
 import { createLogger } from '../src/logger.ts';
+import { createWorkspaceService } from '../src/workspaces/setup.ts';
 
 const OPTIONS = {
   email: { type: 'string' },
@@ -29,7 +31,7 @@ interface Command {
   readonly required: readonly Flag[];
   readonly optional?: readonly Flag[];
   /** Runs with the parsed flags; the `required` ones are known to be present. */
-  run(identity: IdentityService, values: Values): Promise<object>;
+  run(identity: IdentityService, values: Values, context: { orm: MikroORM; config: Config }): Promise<object>;
 }
 
 const COMMANDS: Record<string, Command> = {
@@ -100,6 +102,14 @@ const COMMANDS: Record<string, Command> = {
       };
     },
   },
+  'reseal-secrets': {
+    usage: 'reseal-secrets                          re-encrypt workspace secrets under the first key of SECRETS_ENCRYPTION_KEYS',
+    required: [],
+    async run(_identity, _values, { orm, config }) {
+      const { workspaces, resealed, keyId } = await createWorkspaceService(config, orm.em).resealSecrets();
+      return { workspaces, resealed, key_id: keyId };
+    },
+  },
 };
 
 const USAGE = [
@@ -160,7 +170,7 @@ async function main(argv: string[]): Promise<number> {
     const config = loadConfig();
     // Standard output is reserved for the result, so the log goes to standard error.
     database = await openDatabase(config.database, createLogger('warn', pino.destination(2)));
-    printResult(await command.run(new IdentityService(database.orm.em), values));
+    printResult(await command.run(new IdentityService(database.orm.em), values, { orm: database.orm, config }));
     return 0;
   } catch (error) {
     const message = messageOf(error);

@@ -17,10 +17,15 @@ import { conversationHandlers } from './api/handlers/conversations.ts';
 import { superAdminHandlers } from './api/handlers/super-admins.ts';
 import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
 import { webhookHandlers } from './api/handlers/webhooks.ts';
+import { workspaceHandlers } from './api/handlers/workspaces.ts';
+import { billingHandlers } from './api/handlers/billing.ts';
 import { Authenticator, requirePermission, type Permission } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
+import { ConversationInfoService } from './conversations/conversation-info-service.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
+import { createWorkspaceService } from './workspaces/setup.ts';
+import { createBillingService } from './billing/billing-service.ts';
 
 export interface AppDeps {
   readonly config: Config;
@@ -74,14 +79,19 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const authenticator = new Authenticator(orm.em, config.credentialCacheTtlMs);
   const identity = new IdentityService(orm.em);
   const conversations = new ConversationService(orm.em, logger);
+  const conversationInfos = new ConversationInfoService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
+  const workspaces = createWorkspaceService(config, orm.em, logger);
+  const billing = createBillingService(orm.em, config.billing, logger);
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
-    ...webhookHandlers(conversations),
+    ...webhookHandlers(conversations, conversationInfos),
     ...conversationHandlers(conversations),
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
+    ...workspaceHandlers(workspaces),
+    ...billingHandlers(billing),
   };
 
   api.register({

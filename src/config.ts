@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { KeyringError, parseKeyring, type SecretKey } from './crypto/secret-box.ts';
 
 /** Where the database comes from: a URL the operator gives us, or a PostgreSQL we run ourselves. */
 export type DatabaseConfig = (
@@ -24,6 +25,17 @@ export interface Config {
   /** Time given to in-flight requests on SIGTERM/SIGINT before the process gives up on them. */
   readonly shutdownGraceMs: number;
 
+  // Issue-tracker workspaces
+  /** `SECRETS_ENCRYPTION_KEYS`: first key encrypts, all decrypt; unset → the key file in `dataDir`. */
+  readonly secretsEncryptionKeys: readonly SecretKey[] | undefined;
+  /** `ISSUE_TRACKER_BASE_URL` (may hold `{workspace}`); unset → registration does not call a tracker. */
+  readonly issueTrackerBaseUrl: string | undefined;
+  /** Time given to each call to the issue tracker before registration answers 503. */
+  readonly issueTrackerTimeoutMs: number;
+
+  // Billing (issue 8): checkout sessions through Stripe or the built-in local checkout.
+  readonly billing: BillingConfig;
+
   // Reliability: connection and database timeouts (slow clients, unreachable database).
   /** The whole header block of a request must arrive within this time (slowloris headers). */
   readonly httpHeadersTimeoutMs: number;
@@ -37,6 +49,26 @@ export interface Config {
   readonly dbQueryTimeoutMs: number;
   /** Longest /readyz waits for the database before it answers 503. */
   readonly readinessTimeoutMs: number;
+}
+
+/** Stripe Checkout: the secret API key, the webhook signing secret and (for tests) the API's address. */
+export interface StripeConfig {
+  readonly secretKey: string;
+  readonly webhookSecret: string;
+  /** Where the SDK sends its requests; Stripe's own API unless `STRIPE_API_BASE_URL` names another. */
+  readonly apiBaseUrl?: URL;
+}
+
+export interface BillingConfig {
+  /** Largest amount of one checkout, in whole US dollars. */
+  readonly maxAmountUsd: number;
+  /** A pending checkout session expires this many minutes after it was created. */
+  readonly sessionTtlMinutes: number;
+  /** The server's address as browsers reach it; checkout pages and Stripe's return URLs start with it. */
+  readonly publicBaseUrl: string;
+  /** `stripe` when a Stripe secret key is configured, otherwise the built-in `local` checkout. */
+  readonly provider: 'local' | 'stripe';
+  readonly stripe?: StripeConfig;
 }
 
 export class ConfigError extends Error {
@@ -87,6 +119,14 @@ export function loadConfig(env: Env = process.env): Config {
     credentialCacheTtlMs: integer(env, 'CREDENTIAL_CACHE_TTL_MS', 5_000, 0, 3_600_000),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
 
+    // Issue-tracker workspaces
+    secretsEncryptionKeys: secretsEncryptionKeys(env),
+    issueTrackerBaseUrl: issueTrackerBaseUrl(env),
+    issueTrackerTimeoutMs: integer(env, 'ISSUE_TRACKER_TIMEOUT_MS', 5_000, 100, 120_000),
+
+    // Billing (issue 8)
+    billing: loadBillingConfig(env),
+
     // Reliability: connection and database timeouts.
     httpHeadersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
     httpRequestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 120_000, 100, 3_600_000),
@@ -95,4 +135,80 @@ export function loadConfig(env: Env = process.env): Config {
     dbQueryTimeoutMs: integer(env, 'DB_QUERY_TIMEOUT_MS', 30_000, 100, 3_600_000),
     readinessTimeoutMs: integer(env, 'READINESS_TIMEOUT_MS', 1_000, 100, 60_000),
   });
+}
+
+function secretsEncryptionKeys(env: Env): readonly SecretKey[] | undefined {
+  const raw = env.SECRETS_ENCRYPTION_KEYS?.trim();
+  if (!raw) return undefined;
+  try {
+    return Object.freeze(parseKeyring(raw));
+  } catch (error) {
+    // The message names the key id at most, never key material.
+    if (error instanceof KeyringError) throw new ConfigError(`SECRETS_ENCRYPTION_KEYS: ${error.message}`);
+    throw error;
+  }
+}
+
+function issueTrackerBaseUrl(env: Env): string | undefined {
+  const raw = env.ISSUE_TRACKER_BASE_URL?.trim();
+  if (!raw) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw.replaceAll('{workspace}', 'workspace'));
+  } catch {
+    throw new ConfigError(`ISSUE_TRACKER_BASE_URL must be an http(s) URL, got "${raw}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`ISSUE_TRACKER_BASE_URL must be an http(s) URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+/** An absolute http(s) URL without query or fragment, returned without a trailing slash. */
+function baseUrl(name: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute http:// or https:// URL, got "${raw}"`);
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.search || url.hash || url.username || url.password) {
+    throw new ConfigError(`${name} must be an absolute http:// or https:// URL without query, fragment or credentials`);
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+/**
+ * Billing settings. Stripe is used when `STRIPE_SECRET_KEY` is set (or `BILLING_PROVIDER=stripe`),
+ * and then needs the webhook secret too: without it no payment could ever complete. Stripe accepts a
+ * session lifetime of 30 minutes to 24 hours; ours is handed to Stripe, so both expire together.
+ */
+function loadBillingConfig(env: Env): BillingConfig {
+  const secretKey = env.STRIPE_SECRET_KEY?.trim() || undefined;
+  const webhookSecret = env.STRIPE_WEBHOOK_SECRET?.trim() || undefined;
+  const requested = env.BILLING_PROVIDER?.trim() || (secretKey ? 'stripe' : 'local');
+  if (requested !== 'local' && requested !== 'stripe') {
+    throw new ConfigError(`BILLING_PROVIDER must be local or stripe, got "${requested}"`);
+  }
+  let stripe: StripeConfig | undefined;
+  if (requested === 'stripe') {
+    if (!secretKey) throw new ConfigError('BILLING_PROVIDER=stripe needs STRIPE_SECRET_KEY');
+    if (!webhookSecret) throw new ConfigError('STRIPE_SECRET_KEY is set but STRIPE_WEBHOOK_SECRET is not: no payment could complete');
+    const apiBase = env.STRIPE_API_BASE_URL?.trim();
+    stripe = {
+      secretKey,
+      webhookSecret,
+      ...(apiBase ? { apiBaseUrl: new URL(baseUrl('STRIPE_API_BASE_URL', apiBase)) } : {}),
+    };
+  }
+  const port = integer(env, 'PORT', 3000, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const reachableHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return {
+    maxAmountUsd: integer(env, 'BILLING_MAX_AMOUNT_USD', 10_000, 1, 999_999),
+    sessionTtlMinutes: integer(env, 'CHECKOUT_SESSION_TTL_MINUTES', 60, stripe ? 30 : 1, 1440),
+    publicBaseUrl: baseUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL?.trim() || `http://${reachableHost}:${port}`),
+    provider: requested,
+    ...(stripe ? { stripe } : {}),
+  };
 }

@@ -42,6 +42,11 @@ export class UnavailableError extends DomainError {
   override name = 'UnavailableError';
 }
 
+/** A signed request (a payment provider's webhook) whose signature is missing, wrong or stale. */
+export class InvalidSignatureError extends DomainError {
+  override name = 'InvalidSignatureError';
+}
+
 const STATUS_BY_ERROR: ReadonlyArray<[new (...args: never[]) => DomainError, number]> = [
   [UnauthenticatedError, 401],
   [ForbiddenError, 403],
@@ -49,6 +54,7 @@ const STATUS_BY_ERROR: ReadonlyArray<[new (...args: never[]) => DomainError, num
   [ConflictError, 409],
   [InvalidInputError, 422],
   [UnavailableError, 503],
+  [InvalidSignatureError, 400],
 ];
 
 /** The HTTP status of a domain error. */

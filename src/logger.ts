@@ -16,6 +16,14 @@ const REDACTED_PATHS = [
   'access_token',
   'session_api_key',
   'token',
+  // Billing (issue 8): the Stripe keys, wherever a config object or a header might be logged.
+  'req.headers["stripe-signature"]',
+  'secretKey',
+  'webhookSecret',
+  '*.secretKey',
+  '*.webhookSecret',
+  '*.*.secretKey',
+  '*.*.webhookSecret',
   ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
 ];
 

@@ -72,8 +72,10 @@ describe('conversations (read-back API)', () => {
 
       const response = await get(`/api/v1/conversations/${conversationId}`).expect(200);
       const conversation = response.body as ConversationView;
-      expect(conversation).to.have.all.keys('id', 'execution_status', 'event_count', 'created_at', 'updated_at', 'last_event_at');
+      expect(conversation).to.have.all.keys('id', 'title', 'execution_status', 'event_count', 'created_at', 'updated_at', 'last_event_at', 'metrics');
       expect(conversation.id).to.equal(conversationId);
+      // Until the agent-server posts its conversation info (test/conversation-info.test.ts).
+      expect(conversation).to.include({ title: null, metrics: null });
       expect(conversation.execution_status).to.equal('paused');
       expect(conversation.event_count).to.equal(3);
       for (const field of ['created_at', 'updated_at', 'last_event_at'] as const) {
@@ -284,7 +286,7 @@ describe('conversations (read-back API)', () => {
       expect(page.items.map((conversation) => conversation.id)).to.deep.equal([...mine].reverse());
       expect(page.next_cursor).to.equal(null);
       for (const conversation of page.items) {
-        expect(conversation).to.have.all.keys('id', 'execution_status', 'event_count', 'created_at', 'updated_at', 'last_event_at');
+        expect(conversation).to.have.all.keys('id', 'title', 'execution_status', 'event_count', 'created_at', 'updated_at', 'last_event_at', 'metrics');
       }
 
       const strangersPage = (await get('/api/v1/conversations', sessionKeyOf(stranger)).expect(200)).body as ConversationPage;

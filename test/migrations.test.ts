@@ -4,7 +4,19 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import { MIGRATIONS, migrate, ormOptions } from '../src/db/database.ts';
 import { recreateSchema, testDatabase } from './helpers/hooks.ts';
 
-const TABLES = ['conversation_events', 'conversations', 'credentials', 'users', 'verified_models'];
+const TABLES = [
+  'conversation_infos',
+  'credit_ledger',
+  'checkout_sessions',
+  'tracker_deliveries',
+  'workspace_links',
+  'workspaces',
+  'conversation_events',
+  'conversations',
+  'credentials',
+  'users',
+  'verified_models',
+];
 
 /** Executes SQL on the test database and returns the rows. */
 function query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {

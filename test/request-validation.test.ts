@@ -193,14 +193,6 @@ describe('protocol errors', () => {
     expect(response.body).to.deep.equal({ detail: 'Request body exceeds the limit of 2048 bytes' });
   });
 
-  it('answers 501 {detail} for an operation whose issue has not landed', async () => {
-    const response = await client.request
-      .get('/integration/issuetracker/workspaces/link')
-      .set('X-Access-Token', user.accessToken)
-      .expect(501);
-    expect(response.body).to.deep.equal({ detail: 'getWorkspaceLink is not implemented yet' });
-  });
-
   it('answers 401 before reading the body of a request without a credential', async () => {
     const response = await client.request
       .post(`/api/v1/webhooks/events/${randomUUID()}`)

@@ -83,7 +83,7 @@ describe('POST /api/v1/webhooks/events/{conversation_id}', () => {
     expect(events[5]).to.include({ source: 'agent', security_risk: 'UNKNOWN' });
   });
 
-  it("accepts the reasoning_details that current agent-servers put on every ActionEvent", async () => {
+  it('still accepts reasoning_details (an extension kept for producers that send it; the SDK at 611629e does not)', async () => {
     const conversationId = randomUUID();
     const withBlocks = minimalEvent('ActionEvent', { reasoning_details: [{ type: 'reasoning.encrypted', data: 'opaque' }] });
     await post(conversationId, [minimalEvent('ActionEvent'), withBlocks]).expect(200);

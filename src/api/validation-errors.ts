@@ -1,5 +1,6 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { SECRET_FIELDS } from '../logger.ts';
+import { isSecretLookingKey } from '../secret-keys.ts';
 import { createAjv } from './ajv.ts';
 import type { components } from '../../generated/openapi.ts';
 
@@ -56,12 +57,30 @@ function locate(root: unknown, instancePath: string): { loc: Loc; value: unknown
   return { loc, value };
 }
 
+/** A secret field of the contract, or any key that looks like it holds a secret (`src/secret-keys.ts`). */
+function isSecretProperty(key: string, value: unknown): boolean {
+  if (SECRET_PROPERTIES.has(key)) return true;
+  return isSecretLookingKey(key) && (typeof value === 'string' || (value !== null && typeof value === 'object'));
+}
+
+/** `value` with every secret replaced by `[redacted]`, at any depth; the same value when it holds none. */
 function redactSecrets(value: unknown): unknown {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
-  if (!Object.keys(value).some((key) => SECRET_PROPERTIES.has(key))) return value;
-  return Object.fromEntries(
-    Object.entries(value).map(([key, v]) => [key, SECRET_PROPERTIES.has(key) ? '[redacted]' : v]),
-  );
+  if (value === null || typeof value !== 'object') return value;
+  let changed = false;
+  if (Array.isArray(value)) {
+    const items = value.map((item) => {
+      const redacted = redactSecrets(item);
+      if (redacted !== item) changed = true;
+      return redacted;
+    });
+    return changed ? items : value;
+  }
+  const entries = Object.entries(value).map(([key, item]) => {
+    const redacted = isSecretProperty(key, item) ? '[redacted]' : redactSecrets(item);
+    if (redacted !== item) changed = true;
+    return [key, redacted];
+  });
+  return changed ? Object.fromEntries(entries) : value;
 }
 
 function quoteAll(values: unknown[]): string {
@@ -97,7 +116,9 @@ function toValidationError(error: ErrorObject, root: unknown): ValidationError {
   const p = error.params as Record<string, unknown>;
   const make = (type: string, msg: string, input: unknown, ctx?: Record<string, unknown>): ValidationError => {
     const result: ValidationError = { loc, msg, type };
-    if (input !== undefined) result.input = redactSecrets(input);
+    // A secret field's own value (`webhook_secret: "has a space"`) is redacted as well as objects holding one.
+    const last = loc[loc.length - 1];
+    if (input !== undefined) result.input = typeof last === 'string' && SECRET_PROPERTIES.has(last) ? '[redacted]' : redactSecrets(input);
     if (ctx) result.ctx = ctx;
     return result;
   };
@@ -108,13 +129,14 @@ function toValidationError(error: ErrorObject, root: unknown): ValidationError {
       // openapi-backend wraps the body as `requestBody`: a missing body is the body itself missing.
       if (loc.length === 0 && missing === 'requestBody') return { loc: ['body'], msg: 'Field required', type: 'missing' };
       loc.push(missing);
-      return make('missing', 'Field required', value);
+      // `input` is the object the field is missing from, not the (absent) field itself.
+      return { loc, msg: 'Field required', type: 'missing', ...(value !== undefined ? { input: redactSecrets(value) } : {}) };
     }
     case 'additionalProperties': {
       const extra = String(p.additionalProperty);
       loc.push(extra);
       const input = (value as Record<string, unknown> | undefined)?.[extra];
-      return make('extra_forbidden', 'Extra inputs are not permitted', SECRET_PROPERTIES.has(extra) ? '[redacted]' : input);
+      return make('extra_forbidden', 'Extra inputs are not permitted', isSecretProperty(extra, input) ? '[redacted]' : input);
     }
     case 'const':
       return make('literal_error', `Input should be ${quoteAll([p.allowedValue])}`, value, {

@@ -9,6 +9,7 @@ import { stringifyJson } from '../lossless-json.ts';
 import { Conversation } from './entities.ts';
 import { executionStatusAfter } from './execution-status.ts';
 import { toConversationView, toEventPageJson } from './mapper.ts';
+import { conversationInfoSummaries } from './conversation-info-service.ts';
 
 export type Event = components['schemas']['Event'];
 export type EventKind = components['schemas']['EventKind'];
@@ -117,7 +118,8 @@ export class ConversationService {
   /** The conversation, if `principal` owns it. */
   async getConversation(principal: Principal, conversationId: string): Promise<components['schemas']['Conversation']> {
     const conversation = await this.findOwned(principal, conversationId);
-    return toConversationView(conversation);
+    const infos = await conversationInfoSummaries(this.em, [conversation.id]);
+    return toConversationView(conversation, infos.get(conversation.id));
   }
 
   /**
@@ -158,8 +160,9 @@ export class ConversationService {
     );
     const more = conversations.length > page.limit;
     const items = conversations.slice(0, page.limit);
+    const infos = await conversationInfoSummaries(this.em, items.map((c) => c.id));
     return {
-      items: items.map(toConversationView),
+      items: items.map((conversation) => toConversationView(conversation, infos.get(conversation.id))),
       next_cursor: more ? encodeCursor(items[items.length - 1]!) : null,
     };
   }

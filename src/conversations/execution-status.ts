@@ -12,6 +12,7 @@ const EXECUTION_STATUSES: ReadonlySet<string> = new Set<ExecutionStatus>([
   'finished',
   'error',
   'stuck',
+  'deleting',
 ]);
 
 function asStatus(value: unknown): ExecutionStatus | null {

@@ -1,17 +1,20 @@
 import type { components } from '../../generated/openapi.ts';
 import type { Conversation } from './entities.ts';
+import type { ConversationInfoSummary } from './conversation-info-service.ts';
 
 type ConversationView = components['schemas']['Conversation'];
 
-/** A conversation as the API shows it. */
-export function toConversationView(conversation: Conversation): ConversationView {
+/** A conversation as the API shows it, with the title and metrics of its latest conversation info. */
+export function toConversationView(conversation: Conversation, info?: ConversationInfoSummary): ConversationView {
   return {
     id: conversation.id,
+    title: info?.title ?? null,
     execution_status: conversation.executionStatus as ConversationView['execution_status'],
     event_count: conversation.eventCount,
     created_at: conversation.createdAt.toISOString(),
     updated_at: conversation.updatedAt.toISOString(),
     last_event_at: conversation.lastEventAt?.toISOString() ?? null,
+    metrics: info?.metrics ?? null,
   };
 }
 

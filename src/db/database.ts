@@ -5,11 +5,16 @@ import type { Logger } from '../logger.ts';
 import { ConversationEventSchema, ConversationSchema } from '../conversations/entities.ts';
 import { CredentialSchema, UserSchema } from '../identity/entities.ts';
 import { VerifiedModelSchema } from '../verified-models/entities.ts';
+import { WorkspaceLinkSchema, WorkspaceSchema } from '../workspaces/entities.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.ts';
 import { Migration20261122000000_initial } from './migrations/Migration20261122000000_initial.ts';
 import { Migration20261122010000_ingest_function } from './migrations/Migration20261122010000_ingest_function.ts';
 import { Migration20261122015000_lossless_payloads } from './migrations/Migration20261122015000_lossless_payloads.ts';
 import { Migration20261122016000_live_notifications } from './migrations/Migration20261122016000_live_notifications.ts';
+import { Migration20261123020000_workspaces } from './migrations/Migration20261123020000_workspaces.ts';
+import { Migration20261123030000_billing } from './migrations/Migration20261123030000_billing.ts';
+import { CheckoutSessionSchema, CreditLedgerEntrySchema } from '../billing/entities.ts';
+import { Migration20261123040000_conversation_info } from './migrations/Migration20261123040000_conversation_info.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
 export const MIGRATIONS = [
@@ -17,6 +22,9 @@ export const MIGRATIONS = [
   { name: 'Migration20261122010000_ingest_function', class: Migration20261122010000_ingest_function },
   { name: 'Migration20261122015000_lossless_payloads', class: Migration20261122015000_lossless_payloads },
   { name: 'Migration20261122016000_live_notifications', class: Migration20261122016000_live_notifications },
+  { name: 'Migration20261123020000_workspaces', class: Migration20261123020000_workspaces },
+  { name: 'Migration20261123030000_billing', class: Migration20261123030000_billing },
+  { name: 'Migration20261123040000_conversation_info', class: Migration20261123040000_conversation_info },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */
@@ -56,7 +64,17 @@ export function ormOptions(
 ): Options {
   return {
     clientUrl,
-    entities: [UserSchema, CredentialSchema, VerifiedModelSchema, ConversationSchema, ConversationEventSchema],
+    entities: [
+      UserSchema,
+      CredentialSchema,
+      VerifiedModelSchema,
+      ConversationSchema,
+      ConversationEventSchema,
+      WorkspaceSchema,
+      WorkspaceLinkSchema,
+      CheckoutSessionSchema,
+      CreditLedgerEntrySchema,
+    ],
     extensions: [Migrator],
     migrations: { migrationsList: MIGRATIONS, transactional: true, allOrNothing: true, snapshot: false },
     pool: {

@@ -36,7 +36,19 @@ export async function recreateSchema(db: Database): Promise<void> {
   await migrate(db.orm);
 }
 
-const TABLES = ['conversation_events', 'conversations', 'verified_models', 'credentials', 'users'];
+const TABLES = [
+  'conversation_infos',
+  'credit_ledger',
+  'checkout_sessions',
+  'tracker_deliveries',
+  'workspace_links',
+  'workspaces',
+  'conversation_events',
+  'conversations',
+  'verified_models',
+  'credentials',
+  'users',
+];
 
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {

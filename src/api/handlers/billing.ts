@@ -1,0 +1,59 @@
+import type { operations } from '../../../generated/openapi.ts';
+import type { BillingService } from '../../billing/billing-service.ts';
+import { CHECKOUT_PAGE_HEADERS, renderCheckoutPage, type ReturnOutcome } from '../../billing/checkout-page.ts';
+import { principalOf, rawBodyOf, respond, type KoaContext, type OperationHandlers } from '../context.ts';
+
+type CheckoutBody = operations['createCheckoutSession']['requestBody']['content']['application/json'];
+type CreditsQuery = NonNullable<operations['getCredits']['parameters']['query']>;
+type PagePath = operations['getCheckoutPage']['parameters']['path'];
+type PageQuery = NonNullable<operations['getCheckoutPage']['parameters']['query']>;
+
+function sendPage(ctx: KoaContext, status: number, html: string): void {
+  ctx.status = status;
+  ctx.set(CHECKOUT_PAGE_HEADERS);
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = html;
+}
+
+/** Post/redirect/get: a form post answers 303 to the page, so reloading it posts nothing again. */
+function backToPage(ctx: KoaContext, id: string): void {
+  ctx.set(CHECKOUT_PAGE_HEADERS);
+  ctx.redirect(`/billing/checkout/${id}`);
+  ctx.status = 303;
+}
+
+/**
+ * Handlers of the `billing` tag: E4, the caller's credits, the Stripe webhook and the checkout page.
+ * A checkout button that can no longer do what it says answers 409 with the page showing the state.
+ */
+export function billingHandlers(service: BillingService): OperationHandlers {
+  return {
+    async createCheckoutSession(operation, ctx) {
+      const { amount } = operation.request.requestBody as CheckoutBody;
+      respond(ctx, 200, await service.createCheckoutSession(principalOf(operation).userId, amount));
+    },
+    async getCredits(operation, ctx) {
+      const { limit } = operation.request.query as CreditsQuery;
+      respond(ctx, 200, await service.credits(principalOf(operation).userId, limit ?? 20));
+    },
+    async handleStripeWebhook(_operation, ctx) {
+      await service.handleStripeWebhook(rawBodyOf(ctx), ctx.get('stripe-signature') || undefined);
+      respond(ctx, 200, { success: true });
+    },
+    async getCheckoutPage(operation, ctx) {
+      const { session_id } = operation.request.params as PagePath;
+      const { outcome } = operation.request.query as PageQuery;
+      sendPage(ctx, 200, renderCheckoutPage(await service.checkoutSession(session_id), outcome as ReturnOutcome | undefined));
+    },
+    async confirmCheckout(operation, ctx) {
+      const { session_id } = operation.request.params as PagePath;
+      if (await service.confirmLocal(session_id)) return backToPage(ctx, session_id);
+      sendPage(ctx, 409, renderCheckoutPage(await service.checkoutSession(session_id)));
+    },
+    async cancelCheckout(operation, ctx) {
+      const { session_id } = operation.request.params as PagePath;
+      if (await service.cancelLocal(session_id)) return backToPage(ctx, session_id);
+      sendPage(ctx, 409, renderCheckoutPage(await service.checkoutSession(session_id)));
+    },
+  };
+}

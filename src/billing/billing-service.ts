@@ -1,0 +1,237 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { components } from '../../generated/openapi.ts';
+import type { BillingConfig } from '../config.ts';
+import { InvalidInputError, NotFoundError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { CheckoutSession, type PaymentProviderName } from './entities.ts';
+import { toCheckoutSessionView } from './mapper.ts';
+import { LocalPaymentProvider } from './local-provider.ts';
+import type { PaymentProvider } from './payment-provider.ts';
+import { StripePaymentProvider, type StripeCheckoutSession } from './stripe-provider.ts';
+
+export type CreditsView = components['schemas']['Credits'];
+
+/** What a Stripe webhook delivery did; every outcome is acknowledged with 200 so Stripe stops retrying. */
+export type StripeWebhookOutcome = 'completed' | 'duplicate' | 'expired' | 'ignored';
+
+/**
+ * Credits a session exactly once, in one statement: the update takes the row's lock, so a racing
+ * completion (another request, another instance) waits, then re-reads the row as `completed` and
+ * updates nothing; the ledger's primary key on the session would refuse a second row anyway.
+ * `expired` is allowed as a starting point only for a payment made before `expires_at` (the
+ * `$paid_before` condition): a Stripe payment whose webhook arrives late, after the session was
+ * marked expired on a read.
+ */
+const COMPLETE_SQL = (inTime: InTime) => `
+  with completed as (
+    update checkout_sessions
+       set status = 'completed', completed_at = now(), updated_at = now()
+     where id = ? and provider = ? and status in ('pending', 'expired')
+       ${inTime === 'now' ? 'and expires_at > now()' : inTime === 'provider' ? '' : 'and expires_at >= ?'}
+     returning id, user_id, amount_usd
+  )
+  insert into credit_ledger (checkout_session_id, user_id, amount_usd)
+  select id, user_id, amount_usd from completed
+  returning checkout_session_id`;
+
+/**
+ * How a completion shows that the payment was made before the session expired: `now` (the local
+ * checkout: the database's clock), the time the provider completed it (a `Date`), or `provider`: the
+ * provider only reports payments for sessions checked out in time (Stripe's delayed payment methods).
+ */
+type InTime = 'now' | 'provider' | Date;
+
+/** The Stripe events that concern a checkout session; every other type is acknowledged and ignored. */
+const HANDLED_STRIPE_EVENTS: ReadonlySet<string> = new Set([
+  'checkout.session.completed',
+  'checkout.session.async_payment_succeeded',
+  'checkout.session.async_payment_failed',
+  'checkout.session.expired',
+]);
+
+/** Marks pending sessions past their expiry as expired (lazily, when they are read). */
+const EXPIRE_OVERDUE_SQL = (scope: 'user_id' | 'id') => `
+  update checkout_sessions set status = 'expired', updated_at = now()
+   where ${scope} = ? and status = 'pending' and expires_at <= now()`;
+
+/**
+ * Checkout sessions and credits. A session is created `pending` through the configured payment
+ * provider and ends `completed` (credited once), `cancelled` (local checkout only) or `expired`.
+ */
+export class BillingService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly config: BillingConfig,
+    private readonly provider: PaymentProvider,
+    private readonly log: Logger,
+    /** Present when Stripe is the provider: it verifies the webhook's signatures. */
+    private readonly stripe?: StripePaymentProvider,
+  ) {}
+
+  /** Starts a payment of `amountUsd` for `userId`; the schema has checked it is an integer ≥ 1. */
+  async createCheckoutSession(userId: string, amountUsd: number): Promise<components['schemas']['CheckoutSession']> {
+    const max = this.config.maxAmountUsd;
+    if (amountUsd > max) {
+      throw new InvalidInputError(`Input should be less than or equal to ${max}`, ['body', 'amount'], 'less_than_equal', amountUsd);
+    }
+    const id = randomUUID();
+    // Whole seconds: Stripe keeps `expires_at` in seconds, and both sides must expire together.
+    const expiresAt = new Date(Math.ceil((Date.now() + this.config.sessionTtlMinutes * 60_000) / 1000) * 1000);
+    const returnUrl = this.checkoutPageUrl(id);
+    const opened = await this.provider.createSession({ sessionId: id, userId, amountUsd, expiresAt, returnUrl });
+    const em = this.em.fork();
+    em.create(CheckoutSession, {
+      id,
+      userId,
+      amountUsd,
+      provider: this.provider.name,
+      providerSessionId: opened.providerSessionId,
+      redirectUrl: opened.redirectUrl,
+      expiresAt,
+    });
+    await em.flush();
+    this.log.info({ checkoutSessionId: id, provider: this.provider.name, amountUsd }, 'checkout session created');
+    return { redirect_url: opened.redirectUrl };
+  }
+
+  /** The caller's balance (the sum of their credits) and their most recent sessions. */
+  async credits(userId: string, limit: number): Promise<CreditsView> {
+    const connection = this.em.getConnection();
+    await connection.execute(EXPIRE_OVERDUE_SQL('user_id'), [userId]);
+    const [balance] = await connection.execute<{ balance: string }[]>(
+      'select coalesce(sum(amount_usd), 0)::text as balance from credit_ledger where user_id = ?',
+      [userId],
+    );
+    const sessions = await this.em
+      .fork()
+      .find(CheckoutSession, { userId }, { orderBy: [{ createdAt: 'desc' }, { id: 'asc' }], limit });
+    return { balance_usd: Number(balance!.balance), sessions: sessions.map(toCheckoutSessionView) };
+  }
+
+  /** A session as its checkout page shows it, with an overdue pending session marked expired first. */
+  async checkoutSession(id: string): Promise<CheckoutSession> {
+    await this.em.getConnection().execute(EXPIRE_OVERDUE_SQL('id'), [id]);
+    const session = await this.em.fork().findOne(CheckoutSession, { id });
+    if (!session) throw new NotFoundError('Checkout session not found');
+    return session;
+  }
+
+  /**
+   * The local checkout's Confirm button: credits the session once. True when the session is paid
+   * (by this call or an earlier one: a double click is harmless); false when it cannot be paid here
+   * (expired, cancelled, or a Stripe session).
+   */
+  async confirmLocal(id: string): Promise<boolean> {
+    if (await this.complete(id, 'local')) {
+      this.log.info({ checkoutSessionId: id }, 'local checkout confirmed; credited');
+      return true;
+    }
+    const session = await this.checkoutSession(id);
+    return session.provider === 'local' && session.status === 'completed';
+  }
+
+  /**
+   * The local checkout's Cancel button: a pending session becomes cancelled. True when the session
+   * is cancelled (now or before); false when it cannot be (completed, expired, or a Stripe session).
+   */
+  async cancelLocal(id: string): Promise<boolean> {
+    const rows = await this.em
+      .getConnection()
+      .execute<{ id: string }[]>(
+        "update checkout_sessions set status = 'cancelled', updated_at = now() where id = ? and provider = 'local' and status = 'pending' and expires_at > now() returning id",
+        [id],
+      );
+    if (rows.length > 0) return true;
+    const session = await this.checkoutSession(id);
+    return session.provider === 'local' && session.status === 'cancelled';
+  }
+
+  /**
+   * A Stripe webhook delivery: verified over its exact bytes, then `checkout.session.completed`
+   * with `payment_status: paid` (or, for a delayed payment method, the later
+   * `checkout.session.async_payment_succeeded`) credits the session, once: Stripe redelivers.
+   * `checkout.session.expired` expires it. Other event types, and sessions that are not ours, are
+   * acknowledged and ignored.
+   */
+  async handleStripeWebhook(rawBody: Buffer, signature: string | undefined): Promise<StripeWebhookOutcome> {
+    if (!this.stripe) throw new NotFoundError('Stripe is not configured on this server');
+    const event = this.stripe.verifyEvent(rawBody, signature);
+    const log = this.log.child({ stripeEventId: event.id, stripeEventType: event.type });
+    if (!HANDLED_STRIPE_EVENTS.has(event.type)) {
+      log.debug('stripe event ignored');
+      return 'ignored';
+    }
+    const stripeSession = event.data.object as StripeCheckoutSession;
+    const session = await this.em.fork().findOne(CheckoutSession, { provider: 'stripe', providerSessionId: stripeSession.id });
+    if (!session) {
+      log.warn({ stripeSessionId: stripeSession.id }, 'stripe event for a checkout session we do not know; ignored');
+      return 'ignored';
+    }
+    if (event.type === 'checkout.session.expired') {
+      await this.em
+        .getConnection()
+        .execute("update checkout_sessions set status = 'expired', updated_at = now() where id = ? and status = 'pending'", [session.id]);
+      log.info({ checkoutSessionId: session.id }, 'checkout session expired at stripe');
+      return 'expired';
+    }
+    if (event.type === 'checkout.session.async_payment_failed') {
+      log.warn({ checkoutSessionId: session.id }, 'stripe delayed payment failed; not credited');
+      return 'ignored';
+    }
+    if (stripeSession.payment_status === 'unpaid') {
+      // A delayed payment method (a bank debit): `async_payment_succeeded` or `_failed` follows.
+      log.info({ checkoutSessionId: session.id }, 'stripe checkout completed, payment still processing');
+      return 'ignored';
+    }
+    const expectedCents = session.amountUsd * 100;
+    if (stripeSession.payment_status !== 'paid' || stripeSession.amount_total !== expectedCents || stripeSession.currency !== 'usd') {
+      log.error(
+        {
+          checkoutSessionId: session.id,
+          paymentStatus: stripeSession.payment_status,
+          amountTotal: stripeSession.amount_total,
+          currency: stripeSession.currency,
+          expectedCents,
+        },
+        'stripe checkout session completed without the payment we asked for; not credited',
+      );
+      return 'ignored';
+    }
+    // Stripe retries a delivery for days: whether the payment was in time is judged by when Stripe
+    // completed the session (the event's `created`, Stripe's clock), not by when it reached us.
+    const inTime = event.type === 'checkout.session.completed' ? new Date(event.created * 1000) : 'provider';
+    if (await this.complete(session.id, 'stripe', inTime)) {
+      log.info({ checkoutSessionId: session.id, amountUsd: session.amountUsd }, 'checkout session completed; credited');
+      return 'completed';
+    }
+    const current = await this.checkoutSession(session.id);
+    if (current.status !== 'completed') {
+      log.error({ checkoutSessionId: session.id, status: current.status }, 'stripe completed a checkout session that is no longer payable; not credited');
+    }
+    return 'duplicate';
+  }
+
+  /** `/billing/checkout/{id}`, absolute: the local checkout page and Stripe's way back to us. */
+  checkoutPageUrl(id: string): string {
+    return `${this.config.publicBaseUrl}/billing/checkout/${id}`;
+  }
+
+  /** True when this call credited the session; false when it was not payable (or already paid). */
+  private async complete(id: string, provider: PaymentProviderName, inTime: InTime = 'now'): Promise<boolean> {
+    const rows = await this.em
+      .getConnection()
+      .execute<{ checkout_session_id: string }[]>(COMPLETE_SQL(inTime), inTime instanceof Date ? [id, provider, inTime] : [id, provider]);
+    return rows.length > 0;
+  }
+}
+
+/** The billing service with the provider the configuration chooses: Stripe when configured, else local. */
+export function createBillingService(em: EntityManager, config: BillingConfig, log: Logger): BillingService {
+  if (config.stripe) {
+    const stripe = new StripePaymentProvider(config.stripe, log);
+    return new BillingService(em, config, stripe, log, stripe);
+  }
+  log.warn('billing uses the local checkout: payments are confirmed on a page without money moving (set STRIPE_SECRET_KEY for real payments)');
+  return new BillingService(em, config, new LocalPaymentProvider(), log);
+}

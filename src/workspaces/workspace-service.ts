@@ -1,0 +1,220 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { LockMode, UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
+import type { components } from '../../generated/openapi.ts';
+import { SecretBox } from '../crypto/secret-box.ts';
+import { verifyHubSignature } from '../crypto/hub-signature.ts';
+import { ConflictError, ForbiddenError, NotFoundError, UnauthenticatedError } from '../errors.ts';
+import { User } from '../identity/entities.ts';
+import { Workspace, WorkspaceLink } from './entities.ts';
+import type { IssueTracker } from './issue-tracker.ts';
+import { toWorkspaceLinkView, toWorkspaceView, type WorkspaceLinkView, type WorkspaceView } from './mapper.ts';
+
+export type WorkspaceRegistration = components['schemas']['WorkspaceRegistration'];
+export type TrackerDeliveryReceipt = components['schemas']['TrackerDeliveryReceipt'];
+
+/** AAD of each secret column: a ciphertext only opens in the column it was made for. */
+export const PURPOSE = {
+  webhookSecret: 'workspace:webhook_secret',
+  svcAccApiKey: 'workspace:svc_acc_api_key',
+} as const;
+
+const SIGNATURE_FORM = /^sha256=[0-9a-fA-F]{64}$/;
+
+/** Issue-tracker workspaces, the links of users to them, and the tracker's signed deliveries. */
+export class WorkspaceService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly secrets: SecretBox,
+    /** Absent: nothing to verify against, the cloud id is generated here. */
+    private readonly tracker?: IssueTracker,
+  ) {}
+
+  /**
+   * E2: creates the workspace with the caller as admin, or updates it when the caller is its
+   * admin (anyone else: 403), and moves the caller's active link to it.
+   */
+  async register(userId: string, input: WorkspaceRegistration): Promise<{ created: boolean; link: WorkspaceLinkView }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.registerOnce(userId, input);
+      } catch (error) {
+        // A concurrent registration of the same name (or link of the same user) won the race:
+        // once more, and this time the lookup sees it (200, or 403 for someone else's).
+        if (attempt < 3 && error instanceof UniqueConstraintViolationException) continue;
+        throw error;
+      }
+    }
+  }
+
+  private async registerOnce(userId: string, input: WorkspaceRegistration): Promise<{ created: boolean; link: WorkspaceLinkView }> {
+    const existing = await this.em.fork().findOne(Workspace, { name: input.workspace_name });
+    if (existing && existing.admin.id !== userId) throw new ForbiddenError('You are not the admin of this workspace.');
+    // The tracker is asked before anything is written, and outside the transaction.
+    const cloudId = this.tracker
+      ? (await this.tracker.verifyServiceAccount(input.workspace_name, input.svc_acc_email, input.svc_acc_api_key)).cloudId
+      : (existing?.cloudId ?? randomUUID());
+    const webhookSecretCiphertext = this.secrets.encrypt(input.webhook_secret, PURPOSE.webhookSecret);
+    const svcAccApiKeyCiphertext = this.secrets.encrypt(input.svc_acc_api_key, PURPOSE.svcAccApiKey);
+
+    return this.em.fork().transactional(async (em) => {
+      let workspace: Workspace;
+      const created = !existing;
+      if (existing) {
+        const locked = await em.findOne(Workspace, { id: existing.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (!locked) throw new NotFoundError('The workspace was removed meanwhile; register it again.');
+        workspace = locked;
+      } else {
+        workspace = em.create(Workspace, {
+          name: input.workspace_name,
+          admin: em.getReference(User, userId),
+          svcAccEmail: input.svc_acc_email,
+          webhookSecretCiphertext,
+          svcAccApiKeyCiphertext,
+          cloudId,
+          isActive: input.is_active,
+        });
+      }
+      workspace.svcAccEmail = input.svc_acc_email;
+      workspace.webhookSecretCiphertext = webhookSecretCiphertext;
+      workspace.svcAccApiKeyCiphertext = svcAccApiKeyCiphertext;
+      workspace.cloudId = cloudId;
+      workspace.isActive = input.is_active;
+      await em.flush();
+      const link = await this.linkUser(em, userId, workspace);
+      return { created, link: toWorkspaceLinkView(link) };
+    });
+  }
+
+  /** E5: the caller's active link with its workspace. */
+  async currentLink(userId: string): Promise<WorkspaceLinkView> {
+    const link = await this.em
+      .fork()
+      .findOne(WorkspaceLink, { user: userId, isActive: true }, { populate: ['workspace'] });
+    if (!link) throw new NotFoundError('No issue-tracker workspace is linked to your account.');
+    return toWorkspaceLinkView(link);
+  }
+
+  /** Links the caller to an existing active workspace; their previous link becomes inactive. */
+  async link(userId: string, name: string): Promise<WorkspaceLinkView> {
+    try {
+      return await this.em.fork().transactional(async (em) => {
+        const workspace = await em.findOne(Workspace, { name });
+        if (!workspace) throw new NotFoundError('No issue-tracker workspace has this name.');
+        if (!workspace.isActive) throw new ConflictError('This workspace is inactive.');
+        return toWorkspaceLinkView(await this.linkUser(em, userId, workspace));
+      });
+    } catch (error) {
+      if (error instanceof UniqueConstraintViolationException) {
+        throw new ConflictError('Your workspace link changed meanwhile; retry.');
+      }
+      throw error;
+    }
+  }
+
+  /** Makes the caller's active link inactive. */
+  async unlink(userId: string): Promise<void> {
+    const changed = await this.em
+      .fork()
+      .nativeUpdate(WorkspaceLink, { user: userId, isActive: true }, { isActive: false, updatedAt: new Date() });
+    if (changed === 0) throw new NotFoundError('No issue-tracker workspace is linked to your account.');
+  }
+
+  /** The admin turns a workspace off or on. */
+  async setActive(userId: string, name: string, isActive: boolean): Promise<WorkspaceView> {
+    const em = this.em.fork();
+    const workspace = await em.findOne(Workspace, { name });
+    if (!workspace) throw new NotFoundError('No issue-tracker workspace has this name.');
+    if (workspace.admin.id !== userId) throw new ForbiddenError('You are not the admin of this workspace.');
+    workspace.isActive = isActive;
+    await em.flush();
+    return toWorkspaceView(workspace, userId);
+  }
+
+  /**
+   * Stores one signed delivery of the tracker, once per delivery id. The signature's form is
+   * checked before the workspace is looked up, so unsigned requests learn nothing about names.
+   */
+  async receiveDelivery(
+    name: string,
+    signature: string | undefined,
+    trackerDeliveryId: string | undefined,
+    body: Buffer,
+  ): Promise<TrackerDeliveryReceipt> {
+    if (!signature) throw new UnauthenticatedError('Missing X-Hub-Signature header');
+    if (!SIGNATURE_FORM.test(signature.trim())) throw new UnauthenticatedError('Invalid X-Hub-Signature');
+    const em = this.em.fork();
+    const workspace = await em.findOne(
+      Workspace,
+      { name, isActive: true },
+      { populate: ['webhookSecretCiphertext'] },
+    );
+    if (!workspace) throw new NotFoundError('No active issue-tracker workspace has this name.');
+    const secret = this.secrets.decrypt(workspace.webhookSecretCiphertext, PURPOSE.webhookSecret);
+    if (!verifyHubSignature(secret, body, signature)) throw new UnauthenticatedError('Invalid X-Hub-Signature');
+
+    const deliveryId = trackerDeliveryId ?? `sha256:${createHash('sha256').update(body).digest('hex')}`;
+    // The body's own text goes into a `json` column: stored exactly as the tracker sent it.
+    const inserted = await em
+      .getConnection()
+      .execute<{ id: string }[]>(
+        `insert into tracker_deliveries (workspace_id, delivery_id, payload) values (?, ?, ?::json)
+         on conflict (workspace_id, delivery_id) do nothing returning id`,
+        [workspace.id, deliveryId, body.toString('utf8')],
+      );
+    return { success: true, delivery_id: deliveryId, duplicate: inserted.length === 0 };
+  }
+
+  /**
+   * Re-encrypts every stored secret not made with the current key (after a new key was put
+   * first in `SECRETS_ENCRYPTION_KEYS`), so the old key can then be dropped.
+   */
+  async resealSecrets(): Promise<{ workspaces: number; resealed: number; keyId: string }> {
+    const current = this.secrets.currentKeyId;
+    return this.em.fork().transactional(async (em) => {
+      const rows = await em
+        .getConnection()
+        .execute<{ id: number; webhook_secret_ciphertext: string; svc_acc_api_key_ciphertext: string }[]>(
+          'select id, webhook_secret_ciphertext, svc_acc_api_key_ciphertext from workspaces order by id for update',
+          [],
+          'all',
+          em.getTransactionContext(),
+        );
+      let resealed = 0;
+      for (const row of rows) {
+        const stale =
+          SecretBox.keyIdOf(row.webhook_secret_ciphertext) !== current ||
+          SecretBox.keyIdOf(row.svc_acc_api_key_ciphertext) !== current;
+        if (!stale) continue;
+        const webhookSecret = this.secrets.decrypt(row.webhook_secret_ciphertext, PURPOSE.webhookSecret);
+        const apiKey = this.secrets.decrypt(row.svc_acc_api_key_ciphertext, PURPOSE.svcAccApiKey);
+        await em
+          .getConnection()
+          .execute(
+            'update workspaces set webhook_secret_ciphertext = ?, svc_acc_api_key_ciphertext = ? where id = ?',
+            [this.secrets.encrypt(webhookSecret, PURPOSE.webhookSecret), this.secrets.encrypt(apiKey, PURPOSE.svcAccApiKey), row.id],
+            'run',
+            em.getTransactionContext(),
+          );
+        resealed++;
+      }
+      return { workspaces: rows.length, resealed, keyId: current };
+    });
+  }
+
+  /** Makes `workspace` the user's one active link (inside the caller's transaction). */
+  private async linkUser(em: EntityManager, userId: string, workspace: Workspace): Promise<WorkspaceLink> {
+    await em.nativeUpdate(
+      WorkspaceLink,
+      { user: userId, isActive: true, workspace: { $ne: workspace.id } },
+      { isActive: false, updatedAt: new Date() },
+    );
+    let link = await em.findOne(WorkspaceLink, { user: userId, workspace: workspace.id });
+    if (link) {
+      link.isActive = true;
+    } else {
+      link = em.create(WorkspaceLink, { user: em.getReference(User, userId), workspace, isActive: true });
+    }
+    await em.flush();
+    return link;
+  }
+}
