@@ -21,6 +21,21 @@ const secured = operations.filter((op) => schemesOf(op).length > 0);
 const KINDS = ['AccessToken', 'APIKeyHeader'] as const;
 const ENCRYPTED = `gAAAAA-encrypted-${randomUUID()}`;
 
+/**
+ * Operations without a credential scheme, and what protects each instead. An operation without
+ * security that is not listed here fails the test: whoever adds one says how it is protected.
+ */
+const PUBLIC_OPERATIONS: Record<string, { protectedBy: string; refused: number[] }> = {
+  getHealth: { protectedBy: 'nothing to protect (liveness)', refused: [] },
+  getReadiness: { protectedBy: 'nothing to protect (readiness)', refused: [] },
+  receiveTrackerEvent: { protectedBy: 'X-Hub-Signature (HMAC of the body under the workspace secret)', refused: [401, 404] },
+  handleStripeWebhook: { protectedBy: 'Stripe-Signature (checked by the Stripe SDK)', refused: [400, 401, 404] },
+  getCheckoutPage: { protectedBy: 'the unguessable checkout session id in the URL', refused: [404] },
+  confirmCheckout: { protectedBy: 'the unguessable checkout session id in the URL', refused: [404, 409] },
+  cancelCheckout: { protectedBy: 'the unguessable checkout session id in the URL', refused: [404, 409] },
+};
+const publicOperations = operations.filter((op) => schemesOf(op).length === 0);
+
 describe('security: every operation, every kind of credential', function () {
   this.timeout(60_000);
 
@@ -98,6 +113,24 @@ describe('security: every operation, every kind of credential', function () {
     expect(secured.length).to.be.greaterThan(5);
     for (const op of secured) for (const scheme of schemesOf(op)) credentialHeaders(scheme, owner); // throws "unknown scheme X: add it"
   });
+
+  it('every operation without a credential scheme is a known public one, with what protects it', () => {
+    const unknown = publicOperations.map((op) => op.operationId).filter((id) => !PUBLIC_OPERATIONS[id]);
+    expect(unknown, 'operations without security: add them to PUBLIC_OPERATIONS with what protects them').to.deep.equal([]);
+  });
+
+  for (const op of publicOperations.filter((o) => PUBLIC_OPERATIONS[o.operationId]?.refused.length)) {
+    it(`${op.operationId} (public, protected by ${PUBLIC_OPERATIONS[op.operationId]!.protectedBy}): without its proof it is refused, reveals and changes nothing`, async () => {
+      const before = await ownerSnapshot();
+      const attempts: Record<string, string>[] = [{}, { 'X-Access-Token': owner.accessToken, 'X-Session-API-Key': owner.sessionApiKey }];
+      for (const headers of attempts) {
+        const response = await call(op, headers);
+        expect(response.status, `${op.operationId}: ${response.text}`).to.be.oneOf(PUBLIC_OPERATIONS[op.operationId]!.refused);
+        for (const marker of ownerMarkers()) expect(response.text).to.not.include(marker);
+      }
+      expect(await ownerSnapshot()).to.equal(before);
+    });
+  }
 
   for (const op of secured) {
     describe(`${op.method} ${op.path} (${op.operationId}; ${schemesOf(op).join(' or ')})`, () => {
