@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Context as OperationContext, Request as OpenApiRequest } from 'openapi-backend';
@@ -11,7 +10,7 @@ import { HttpError } from './api/http-errors.ts';
 import { readJsonBody } from './api/json-body.ts';
 import { RequestValidationError, toValidationErrors } from './api/validation-errors.ts';
 import { checkPathEncoding, withStorableStrings } from './api/storable-strings.ts';
-import { principalOf, type KoaContext, type OperationHandlers, type RequestState } from './api/context.ts';
+import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type RequestState } from './api/context.ts';
 import { healthHandlers } from './api/handlers/health.ts';
 import { conversationHandlers } from './api/handlers/conversations.ts';
 import { superAdminHandlers } from './api/handlers/super-admins.ts';
@@ -19,6 +18,10 @@ import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
 import { webhookHandlers } from './api/handlers/webhooks.ts';
 import { workspaceHandlers } from './api/handlers/workspaces.ts';
 import { billingHandlers } from './api/handlers/billing.ts';
+import { operationsHandlers } from './api/handlers/operations.ts';
+import { Metrics, type PoolStats } from './observability/metrics.ts';
+import { metricsTokenChecker } from './observability/metrics-token.ts';
+import { traceRequest } from './observability/request-tracing.ts';
 import { Authenticator, requirePermission, type Permission } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
@@ -35,9 +38,6 @@ export interface AppDeps {
 }
 
 type ErrorBody = { detail: unknown };
-
-/** A caller's own X-Request-Id is kept (and logged) only if it looks like an id. */
-const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
 
 /** Renders any thrown error as the contract's error body; the one error renderer of the service. */
 function renderError(error: unknown, ctx: KoaContext, log: Logger): void {
@@ -78,26 +78,32 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
   const authenticator = new Authenticator(orm.em, config.credentialCacheTtlMs);
   const identity = new IdentityService(orm.em);
-  const conversations = new ConversationService(orm.em, logger);
+  const conversations = new ConversationService(orm.em, logger, config.ingestGroup);
   const conversationInfos = new ConversationInfoService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
   const workspaces = createWorkspaceService(config, orm.em, logger);
   const billing = createBillingService(orm.em, config.billing, logger);
+  // tarn's pool under MikroORM's knex, read at each scrape.
+  const metrics = new Metrics(() => orm.em.getConnection().getKnex().client.pool as PoolStats | undefined);
+  const checkMetricsToken = metricsTokenChecker(config.metricsToken);
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
-    ...webhookHandlers(conversations, conversationInfos),
+    ...webhookHandlers(conversations, conversationInfos, (kinds, result) => metrics.recordWebhookBatch(kinds, result)),
     ...conversationHandlers(conversations),
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
     ...workspaceHandlers(workspaces),
     ...billingHandlers(billing),
+    ...operationsHandlers(metrics),
   };
 
   api.register({
     // Strings PostgreSQL cannot store (`\u0000`, lone surrogates) → 422 naming the field.
     ...withStorableStrings(operationHandlers),
     async postSecurityHandler(c: OperationContext, ctx: KoaContext, request: OpenApiRequest) {
+      ctx.state.operationId = c.operation.operationId;
+      ctx.state.userId = callerIdOf(c);
       const needsCredential = (c.operation.security ?? []).length > 0;
       if (needsCredential && !c.security?.authorized) return;
       // The permission an operation declares in the spec (`x-permission`) is checked here, once.
@@ -156,24 +162,22 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   api.registerSecurityHandler('APIKeyHeader', (c: OperationContext) =>
     authenticator.authenticate('session_api_key', headerOf(c, 'x-session-api-key')),
   );
+  api.registerSecurityHandler('MetricsToken', (c: OperationContext) => checkMetricsToken(headerOf(c, 'authorization')));
 
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
 
-  // Error rendering comes first, so that it also catches what the body reader throws.
-  app.use(async (ctx, next) => {
-    const started = process.hrtime.bigint();
-    const offeredId = ctx.get('x-request-id');
-    const requestId = REQUEST_ID_PATTERN.test(offeredId) ? offeredId : randomUUID();
-    ctx.set('X-Request-Id', requestId);
-    try {
-      await next();
-    } catch (error) {
-      renderError(error, ctx, logger.child({ requestId }));
-    }
-    const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    logger.info({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
-  });
+  // Tracing (request id, access log, metrics) wraps error rendering, which comes first so that it
+  // also catches what the body reader throws.
+  app.use((ctx, next) =>
+    traceRequest(ctx, { logger, metrics }, async () => {
+      try {
+        await next();
+      } catch (error) {
+        renderError(error, ctx, logger);
+      }
+    }),
+  );
 
   app.use(async (ctx) => {
     checkPathEncoding(ctx.path);

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { KeyringError, parseKeyring, type SecretKey } from './crypto/secret-box.ts';
+import type { GroupCommitOptions } from './conversations/group-commit.ts';
 
 /** Where the database comes from: a URL the operator gives us, or a PostgreSQL we run ourselves. */
 export type DatabaseConfig = (
@@ -35,6 +36,14 @@ export interface Config {
 
   // Billing (issue 8): checkout sessions through Stripe or the built-in local checkout.
   readonly billing: BillingConfig;
+
+  // Webhook group commit (see src/conversations/group-commit.ts)
+  /** Bounds of the transactions that store webhook batches together. */
+  readonly ingestGroup: GroupCommitOptions;
+
+  // Operations (metrics)
+  /** Bearer token `/metrics` requires; undefined leaves `/metrics` open. */
+  readonly metricsToken: string | undefined;
 
   // Reliability: connection and database timeouts (slow clients, unreachable database).
   /** The whole header block of a request must arrive within this time (slowloris headers). */
@@ -103,6 +112,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
+  const metricsToken = env.METRICS_TOKEN || undefined;
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
+    throw new ConfigError('METRICS_TOKEN must be at least 16 printable ASCII characters without spaces');
+  }
   const poolSize = integer(env, 'DB_POOL_SIZE', 20, 1, 500);
   const database: DatabaseConfig = databaseUrl
     ? { kind: 'url', url: databaseUrl, poolSize }
@@ -126,6 +139,16 @@ export function loadConfig(env: Env = process.env): Config {
 
     // Billing (issue 8)
     billing: loadBillingConfig(env),
+
+    // Webhook group commit
+    ingestGroup: Object.freeze({
+      maxInFlight: Math.min(integer(env, 'INGEST_MAX_TRANSACTIONS', 2, 1, 500), poolSize),
+      maxBatches: integer(env, 'INGEST_GROUP_MAX_BATCHES', 64, 1, 10_000),
+      maxEvents: integer(env, 'INGEST_GROUP_MAX_EVENTS', 500, 1, 1_000_000),
+    }),
+
+    // Operations (metrics)
+    metricsToken,
 
     // Reliability: connection and database timeouts.
     httpHeadersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),

@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { requestLogFields } from './observability/request-context.ts';
 
 export type { Logger };
 
@@ -27,7 +28,10 @@ const REDACTED_PATHS = [
   ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
 ];
 
-/** Creates the process logger; tests pass a destination to read what was logged. */
+/**
+ * Creates the process logger; tests pass a destination to read what was logged. Every line written
+ * while a request is served carries its `requestId` (see `src/observability/request-context.ts`).
+ */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     {
@@ -35,6 +39,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
+      mixin: requestLogFields,
     },
     destination,
   );

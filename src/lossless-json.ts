@@ -93,11 +93,18 @@ function scan(text: string): { inexactNumbers: boolean } {
   for (let i = 0; i < length; i++) {
     const code = text.charCodeAt(i);
     if (code === Char.Quote) {
-      // Skip the string: to the next quote that no backslash escapes.
-      for (i++; i < length; i++) {
-        const c = text.charCodeAt(i);
-        if (c === Char.Backslash) i++;
-        else if (c === Char.Quote) break;
+      // Skip the string: to the next quote that no backslash escapes (an even run of backslashes
+      // before a quote escapes only themselves). indexOf finds quotes far faster than a loop.
+      for (;;) {
+        const quote = text.indexOf('"', i + 1);
+        if (quote < 0) {
+          i = length;
+          break;
+        }
+        let backslashes = 0;
+        while (text.charCodeAt(quote - 1 - backslashes) === Char.Backslash) backslashes++;
+        i = quote;
+        if (backslashes % 2 === 0) break;
       }
     } else if (code === Char.OpenBracket || code === Char.OpenBrace) {
       if (++depth > MAX_JSON_DEPTH) {
@@ -107,8 +114,14 @@ function scan(text: string): { inexactNumbers: boolean } {
       depth--;
     } else if (code === Char.Minus || (code >= Char.Zero && code <= Char.Nine)) {
       const start = i;
-      while (i + 1 < length && isNumberChar(text.charCodeAt(i + 1))) i++;
-      if (!inexactNumbers && !isExactDouble(text.slice(start, i + 1))) inexactNumbers = true;
+      let exponent = false;
+      while (i + 1 < length && isNumberChar(text.charCodeAt(i + 1))) {
+        i++;
+        const c = text.charCodeAt(i);
+        if (c === 0x65 || c === 0x45) exponent = true;
+      }
+      // Short literals without an exponent are exact (see isExactDouble), without slicing them out.
+      if (!inexactNumbers && (exponent || i + 1 - start >= 16) && !isExactDouble(text.slice(start, i + 1))) inexactNumbers = true;
     }
   }
   return { inexactNumbers };

@@ -4,12 +4,17 @@ import type { Principal } from '../identity/authenticator.ts';
 import { UnauthenticatedError } from '../errors.ts';
 
 /**
- * Koa's per-request state holds only the exact bytes of a JSON body, for operations that verify a
- * signature over them. Nothing else lives there: each service call is its own unit of work and
- * forks its own EntityManager, and the caller comes from the operation's security results.
+ * Koa's per-request state holds the exact bytes of a JSON body, for operations that verify a
+ * signature over them, and what the access log and metrics say about the request. Nothing else
+ * lives there: each service call is its own unit of work and forks its own EntityManager, and the
+ * caller comes from the operation's security results.
  */
 export interface RequestState {
   rawBody?: Buffer;
+  /** The spec's operationId, once the request matched one. */
+  operationId?: string;
+  /** The authenticated caller's user id (never a credential), for the access log. */
+  userId?: string;
 }
 
 export type KoaContext = ParameterizedContext<RequestState>;
@@ -27,6 +32,16 @@ export function principalOf(operation: OperationContext): Principal {
     if (result && !('error' in result)) return result;
   }
   throw new UnauthenticatedError('Not authenticated');
+}
+
+/** The caller's user id when a credential was accepted; undefined for anonymous or refused calls. */
+export function callerIdOf(operation: OperationContext): string | undefined {
+  const results = (operation.security ?? {}) as Record<string, unknown>;
+  for (const scheme of ['AccessToken', 'APIKeyHeader']) {
+    const result = results[scheme] as Principal | { error: unknown } | undefined;
+    if (result && typeof result === 'object' && 'userId' in result) return result.userId;
+  }
+  return undefined;
 }
 
 /** Sets a typed response: the body type comes from `generated/`, so it cannot drift from the spec. */

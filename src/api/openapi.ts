@@ -1,12 +1,13 @@
 import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 import type { Options as AjvOptions } from 'ajv';
 import { OpenAPIBackend, type Document } from 'openapi-backend';
 import { parse } from 'yaml';
 import { createAjv } from './ajv.ts';
+import { PACKAGE_ROOT } from '../package-root.ts';
 
 /** The contract. The server loads this file itself; there is no second copy of it in code. */
-export const SPEC_PATH = fileURLToPath(new URL('../../spec/openapi.yaml', import.meta.url));
+export const SPEC_PATH = path.join(PACKAGE_ROOT, 'spec', 'openapi.yaml');
 
 /** Ajv's discriminator keyword rejects `mapping`, which the spec keeps for the generated types. */
 function stripDiscriminatorMappings(node: unknown): void {
@@ -69,6 +70,102 @@ function useCompiledRoutes(api: OpenAPIBackend, operations: Operation[]): void {
   }) as typeof router.matchOperation;
 }
 
+type ParsedRequest = ReturnType<OpenAPIBackend['router']['parseRequest']>;
+type RawRequest = Parameters<OpenAPIBackend['router']['parseRequest']>[0];
+
+/**
+ * openapi-backend parses every request four times (routing, after routing, in validation, after
+ * coercion), each time through lodash, the cookie and query-string parsers and a path template
+ * compiled anew. For the requests that need none of that (no query string, no cookie, the body
+ * already parsed), this gives the same result directly: headers copied with lower-case names, the
+ * path parameters decoded from a pattern built once per template (as `bath` builds it); every other
+ * request goes through the library's own parser.
+ */
+/** No query string, no cookie, the body already parsed (or none): what the lean paths below handle. */
+function isPlain(req: RawRequest): boolean {
+  const { query, body, headers = {} } = req;
+  return (
+    (query === undefined || query === '' || (typeof query === 'object' && Object.keys(query).length === 0)) &&
+    (body === undefined || body === null || typeof body === 'object') &&
+    headers.cookie === undefined &&
+    headers.Cookie === undefined
+  );
+}
+
+function useLeanRequestParsing(api: OpenAPIBackend): void {
+  const router = api.router;
+  const parse = router.parseRequest.bind(router);
+  const templates = new Map<string, { pattern: RegExp; names: string[] } | null>();
+  const templateOf = (path: string) => {
+    let template = templates.get(path);
+    if (template === undefined) {
+      const names = [...path.matchAll(/\{([A-Za-z0-9_-]+)\}/g)].map((m) => m[1]!);
+      // Repeated names: the library's own rules apply.
+      template =
+        new Set(names).size === names.length
+          ? { pattern: new RegExp(`^${path.replace(/\{[A-Za-z0-9_-]+\}/g, '([^\\/]*)')}$`), names }
+          : null;
+      templates.set(path, template);
+    }
+    return template;
+  };
+  router.parseRequest = ((req: RawRequest, operation?: Operation): ParsedRequest => {
+    const template = operation ? templateOf(operation.path) : undefined;
+    if (!isPlain(req) || template === null) return parse(req, operation);
+    const { body, headers: rawHeaders = {} } = req;
+    const headers: Record<string, string | string[]> = {};
+    for (const name in rawHeaders) headers[name.toLowerCase()] = rawHeaders[name]!;
+    let path = req.path?.trim() || '';
+    if (!path.startsWith('/')) path = `/${path}`;
+    path = path.split('?')[0]!;
+    let params: Record<string, string> = {};
+    if (template) {
+      const match = template.pattern.exec(router.normalizePath(path));
+      if (match) {
+        params = {};
+        template.names.forEach((name, i) => (params[name] = decodeURIComponent(match[i + 1]!)));
+      }
+    }
+    return { ...req, path, method: req.method.trim().toLowerCase(), params, headers, query: {}, cookies: {}, requestBody: body };
+  }) as typeof router.parseRequest;
+}
+
+type ValidationResult = ReturnType<OpenAPIBackend['validator']['validateRequest']>;
+
+/**
+ * openapi-backend's request validation, for plain requests (see `isPlain`) of a known operation,
+ * without the lodash passes and the checks that only apply to query strings and unparsed bodies:
+ * the same parameters go through the same compiled validators, with the same result. Anything else
+ * goes through the library's own code.
+ */
+function useLeanRequestValidation(api: OpenAPIBackend): void {
+  const validator = api.validator;
+  const validate = validator.validateRequest.bind(validator);
+  validator.validateRequest = ((req: RawRequest, operation?: Operation | string): ValidationResult => {
+    if (typeof operation !== 'object' || !operation.operationId || !isPlain(req)) return validate(req, operation);
+    const coerced: Record<string, unknown> = { ...req };
+    const errors: NonNullable<ValidationResult['errors']> = [];
+    const validators = validator.getRequestValidatorsForOperation(operation.operationId) ?? [];
+    const { params, query, headers, cookies, requestBody } = api.router.parseRequest(req, operation);
+    const parameters: Record<string, unknown> = { path: params, query, header: headers, cookie: cookies };
+    const rawContentType = headers['content-type'];
+    const contentType = String((Array.isArray(rawContentType) ? rawContentType[0] : rawContentType) || '')
+      .split(';')[0]!
+      .trim()
+      .toLowerCase();
+    if (typeof requestBody === 'object' || contentType === 'application/json') parameters.requestBody = requestBody;
+    for (const check of validators) {
+      check(parameters);
+      if (check.errors) errors.push(...check.errors);
+      else if (validator.coerceTypes) {
+        coerced.query = parameters.query;
+        coerced.params = parameters.path;
+      }
+    }
+    return { valid: errors.length === 0, coerced: coerced as unknown as RawRequest, errors: errors.length === 0 ? null : errors };
+  }) as typeof validator.validateRequest;
+}
+
 /** Creates the router/validator for the contract; handlers are registered by the caller. */
 export async function createOpenApiBackend(): Promise<OpenAPIBackend> {
   const api = new OpenAPIBackend({
@@ -89,6 +186,8 @@ export async function createOpenApiBackend(): Promise<OpenAPIBackend> {
   api.router.getOperations = () => operations;
   api.router.getOperation = (operationId: string) => byId.get(operationId);
   useCompiledRoutes(api, operations);
+  useLeanRequestParsing(api);
+  useLeanRequestValidation(api);
   for (const operation of operations) {
     api.validator.getRequestValidatorsForOperation(operation.operationId!);
   }

@@ -10,12 +10,15 @@ import { Conversation } from './entities.ts';
 import { executionStatusAfter } from './execution-status.ts';
 import { toConversationView, toEventPageJson } from './mapper.ts';
 import { conversationInfoSummaries } from './conversation-info-service.ts';
+import { GroupCommitter, type GroupCommitOptions } from './group-commit.ts';
 
 export type Event = components['schemas']['Event'];
 export type EventKind = components['schemas']['EventKind'];
 
 /** The batch as `ingest_events` takes it: parallel arrays, one element per event to store. */
 interface IncomingBatch {
+  conversationId: string;
+  ownerId: string;
   eventIds: string[];
   kinds: string[];
   statuses: (string | null)[];
@@ -27,6 +30,15 @@ interface IncomingBatch {
 
 /** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more. */
 const MAX_NOTIFICATION_BYTES = 7999;
+
+/** What `ingest_events` answers for one batch: the conversation's owner, and how many events were new. */
+interface BatchOutcome {
+  owner_id: string;
+  stored: number;
+}
+
+/** Group commit defaults: see `GroupCommitOptions` and the README's configuration table. */
+export const DEFAULT_GROUP_COMMIT: GroupCommitOptions = { maxInFlight: 2, maxBatches: 64, maxEvents: 500 };
 
 /** A stored event as read back: the payload stays the text that was stored. */
 interface StoredEventRow {
@@ -54,12 +66,22 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
   }
 }
 
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /** Conversations and their event log: ingestion from the webhook, and reading back. */
 export class ConversationService {
+  /** Webhook batches arriving while transactions are in flight share the next one. */
+  readonly ingestion: GroupCommitter<IncomingBatch, BatchOutcome>;
+
   constructor(
     private readonly em: EntityManager,
     private readonly log: Logger,
-  ) {}
+    groupCommit: GroupCommitOptions = DEFAULT_GROUP_COMMIT,
+  ) {
+    this.ingestion = new GroupCommitter((batches) => this.appendEvents(batches), groupCommit);
+  }
 
   /**
    * Stores a webhook batch for `principal`: all or nothing, idempotent by event id, in arrival
@@ -68,7 +90,15 @@ export class ConversationService {
    */
   async ingest(principal: Principal, conversationId: string, events: Event[]): Promise<{ stored: number; droppedDeltas: number }> {
     const id = canonicalUuid(conversationId);
-    const batch: IncomingBatch = { eventIds: [], kinds: [], statuses: [], payloads: [], deltas: [] };
+    const batch: IncomingBatch = {
+      conversationId: id,
+      ownerId: principal.userId,
+      eventIds: [],
+      kinds: [],
+      statuses: [],
+      payloads: [],
+      deltas: [],
+    };
     const seen = new Set<string>();
     let droppedDeltas = 0;
     const batchId = randomUUID();
@@ -88,7 +118,7 @@ export class ConversationService {
       batch.payloads.push(stringifyJson(event));
     }
 
-    const result = await this.appendEvents(id, principal.userId, batch);
+    const result = await this.ingestion.submit(batch, batch.eventIds.length + batch.deltas.length);
     if (result.owner_id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
     const { stored } = result;
     this.log.debug({ conversationId: id, received: events.length, stored, droppedDeltas }, 'events ingested');
@@ -96,23 +126,53 @@ export class ConversationService {
   }
 
   /**
-   * The webhook's whole write: one statement, one round trip, its own transaction (see
-   * Migration20261122016000_live_notifications). It runs on a connection of MikroORM's pool but
-   * straight through the driver: on this path the query builder costs a third of the CPU time.
+   * The webhook's whole write for a group of batches: one statement, one round trip, its own
+   * transaction (see Migration20261123060000_group_commit), one outcome per batch in the order
+   * given. The batches are passed ordered by conversation (stable, so each conversation's batches
+   * keep their order): concurrent groups then lock conversations in the same order. It runs on a
+   * connection of MikroORM's pool but straight through the driver: on this path the query builder
+   * costs a third of the CPU time.
    */
-  private async appendEvents(conversationId: string, ownerId: string, batch: IncomingBatch): Promise<{ owner_id: string; stored: number }> {
+  private async appendEvents(batches: IncomingBatch[]): Promise<BatchOutcome[]> {
+    const order = batches.map((_, i) => i);
+    order.sort((a, b) => compare(batches[a]!.conversationId, batches[b]!.conversationId));
+    const conversations: string[] = [];
+    const owners: string[] = [];
+    const eventCounts: number[] = [];
+    const deltaCounts: number[] = [];
+    const eventIds: string[] = [];
+    const kinds: string[] = [];
+    const statuses: (string | null)[] = [];
+    const payloads: string[] = [];
+    const deltas: string[] = [];
+    for (const i of order) {
+      const batch = batches[i]!;
+      conversations.push(batch.conversationId);
+      owners.push(batch.ownerId);
+      eventCounts.push(batch.eventIds.length);
+      deltaCounts.push(batch.deltas.length);
+      eventIds.push(...batch.eventIds);
+      kinds.push(...batch.kinds);
+      statuses.push(...batch.statuses);
+      payloads.push(...batch.payloads);
+      deltas.push(...batch.deltas);
+    }
     const client = this.em.getConnection().getKnex().client;
     const connection = await client.acquireConnection();
+    let rows: (BatchOutcome & { batch: number })[];
     try {
       const result = await connection.query({
-        name: 'ingest_events',
-        text: 'select owner_id, stored from ingest_events($1, $2, $3, $4, $5, $6, $7)',
-        values: [conversationId, ownerId, batch.eventIds, batch.kinds, batch.statuses, batch.payloads, batch.deltas],
+        name: 'ingest_event_batches',
+        text: 'select batch, owner_id, stored from ingest_event_batches($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+        values: [conversations, owners, eventCounts, eventIds, kinds, statuses, payloads, deltaCounts, deltas],
       });
-      return result.rows[0];
+      rows = result.rows;
     } finally {
       client.releaseConnection(connection);
     }
+    const outcomes: BatchOutcome[] = new Array(batches.length);
+    for (const row of rows) outcomes[order[row.batch - 1]!] = { owner_id: row.owner_id, stored: row.stored };
+    return outcomes;
   }
 
   /** The conversation, if `principal` owns it. */

@@ -15,6 +15,7 @@ import { Migration20261123020000_workspaces } from './migrations/Migration202611
 import { Migration20261123030000_billing } from './migrations/Migration20261123030000_billing.ts';
 import { CheckoutSessionSchema, CreditLedgerEntrySchema } from '../billing/entities.ts';
 import { Migration20261123040000_conversation_info } from './migrations/Migration20261123040000_conversation_info.ts';
+import { Migration20261123060000_group_commit } from './migrations/Migration20261123060000_group_commit.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
 export const MIGRATIONS = [
@@ -25,6 +26,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261123020000_workspaces', class: Migration20261123020000_workspaces },
   { name: 'Migration20261123030000_billing', class: Migration20261123030000_billing },
   { name: 'Migration20261123040000_conversation_info', class: Migration20261123040000_conversation_info },
+  { name: 'Migration20261123060000_group_commit', class: Migration20261123060000_group_commit },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */

@@ -1,0 +1,130 @@
+/**
+ * Group commit in the application: webhook batches that arrive while transactions are in flight
+ * wait, and the next transaction stores all of them in one statement (one round trip, one commit).
+ *
+ * - Each caller's promise settles only when the transaction holding its batch has committed (or
+ *   failed): acknowledging still means durable.
+ * - One batch never fails another: outcomes are per batch (the store returns one per batch, e.g.
+ *   "owned by someone else, nothing written"); if the group's statement fails as a whole, each of
+ *   its batches is retried alone, in arrival order, so only a batch that fails alone fails.
+ * - Batches leave the queue in arrival order, so batches of one conversation are stored in the
+ *   order they arrived within a group and from one group to the next.
+ * - Groups are bounded in batches and in events; at most `maxInFlight` transactions run at once
+ *   (while one waits for its commit, the next can already be executing).
+ */
+
+export interface GroupCommitOptions {
+  /** Transactions in flight at once; more batches wait and join the next group. */
+  readonly maxInFlight: number;
+  /** At most this many batches in one transaction. */
+  readonly maxBatches: number;
+  /** At most this many events in one transaction (a larger single batch still goes alone). */
+  readonly maxEvents: number;
+}
+
+/** Stores several batches in one transaction and returns one outcome per batch, in their order. */
+export type StoreBatches<B, O> = (batches: B[]) => Promise<O[]>;
+
+interface Pending<B, O> {
+  batch: B;
+  events: number;
+  resolve(outcome: O): void;
+  reject(error: unknown): void;
+}
+
+/** Counters, for tests and diagnostics. */
+export interface GroupCommitStats {
+  /** Batches submitted. */
+  batches: number;
+  /** Store calls (transactions), retries of a failed group's batches included. */
+  transactions: number;
+  /** The largest group so far, in batches. */
+  largestGroup: number;
+  /** Groups whose statement failed as a whole, so that their batches were retried one by one. */
+  retriedGroups: number;
+}
+
+export class GroupCommitter<B, O> {
+  private readonly queue: Pending<B, O>[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+  readonly stats: GroupCommitStats = { batches: 0, transactions: 0, largestGroup: 0, retriedGroups: 0 };
+
+  constructor(
+    private readonly store: StoreBatches<B, O>,
+    private readonly options: GroupCommitOptions,
+  ) {}
+
+  /** Stores `batch` (`events` long, for the group bound); settles once its transaction has. */
+  submit(batch: B, events: number): Promise<O> {
+    this.stats.batches++;
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ batch, events, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /**
+   * Starts groups once the current turn of the event loop is over, so that the requests the
+   * server parsed in this turn go together, even when a transaction slot is free.
+   */
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.options.maxInFlight) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.dispatch();
+    });
+  }
+
+  private dispatch(): void {
+    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+      const group = this.take();
+      this.inFlight++;
+      void this.commit(group).finally(() => {
+        this.inFlight--;
+        this.dispatch();
+      });
+    }
+  }
+
+  /** The next group: the oldest batches, within the bounds; at least one. */
+  private take(): Pending<B, O>[] {
+    let count = 0;
+    let events = 0;
+    while (count < this.queue.length && count < this.options.maxBatches) {
+      const next = this.queue[count]!.events;
+      if (count > 0 && events + next > this.options.maxEvents) break;
+      events += next;
+      count++;
+    }
+    return this.queue.splice(0, count);
+  }
+
+  private async commit(group: Pending<B, O>[]): Promise<void> {
+    this.stats.transactions++;
+    this.stats.largestGroup = Math.max(this.stats.largestGroup, group.length);
+    let outcomes: O[];
+    try {
+      outcomes = await this.store(group.map((pending) => pending.batch));
+    } catch (error) {
+      if (group.length === 1) {
+        group[0]!.reject(error);
+        return;
+      }
+      // Whatever failed, it must fail only the batch that caused it: each batch again, alone.
+      this.stats.retriedGroups++;
+      for (const pending of group) {
+        this.stats.transactions++;
+        try {
+          const [outcome] = await this.store([pending.batch]);
+          pending.resolve(outcome!);
+        } catch (alone) {
+          pending.reject(alone);
+        }
+      }
+      return;
+    }
+    group.forEach((pending, i) => pending.resolve(outcomes[i]!));
+  }
+}

@@ -1,0 +1,108 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** What `/metrics` needs to know about the database pool (tarn's pool, under MikroORM's knex). */
+export interface PoolStats {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+  numPendingCreates(): number;
+}
+
+/** Label used for requests that matched no operation of the spec (404s, 405s). */
+export const UNMATCHED_OPERATION = 'unmatched';
+
+/**
+ * The service's Prometheus metrics, in a registry of their own (one per app, so tests that build
+ * several apps do not share counters). Names follow Prometheus conventions: `_total` counters,
+ * `_seconds` histograms, base units.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly httpRequests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests answered, by operationId of the spec ("unmatched" when none), method and status.',
+    labelNames: ['operation', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from receiving a request until its response is ready to be sent, by operationId.',
+    labelNames: ['operation'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly validationErrors = new Counter({
+    name: 'http_validation_errors_total',
+    help: 'Problems reported in 422 responses, by operationId and error type (missing, extra_forbidden, json_invalid, ...).',
+    labelNames: ['operation', 'type'] as const,
+    registers: [this.registry],
+  });
+
+  readonly webhookBatches = new Counter({
+    name: 'webhook_batches_total',
+    help: 'Event batches accepted by the webhook; result="deduplicated" when every stored-kind event in it was a redelivery.',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly webhookEventsReceived = new Counter({
+    name: 'webhook_events_received_total',
+    help: 'Events in accepted webhook batches, by kind (StreamingDeltaEvent included; it is never stored).',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly webhookEventsStored = new Counter({
+    name: 'webhook_events_stored_total',
+    help: 'Events the webhook stored for the first time.',
+    registers: [this.registry],
+  });
+
+  readonly webhookEventsDeduplicated = new Counter({
+    name: 'webhook_events_deduplicated_total',
+    help: 'Events acknowledged but not stored again because their (conversation_id, id) was already stored.',
+    registers: [this.registry],
+  });
+
+  constructor(pool?: () => PoolStats | undefined) {
+    collectDefaultMetrics({ register: this.registry });
+    if (pool) this.registerPoolGauges(pool);
+  }
+
+  /** Records one accepted webhook batch: the kinds received and what `ingest` says it stored. */
+  recordWebhookBatch(kinds: readonly string[], result: { stored: number; droppedDeltas: number }): void {
+    let deltas = 0;
+    const byKind = new Map<string, number>();
+    for (const kind of kinds) {
+      byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
+      if (kind === 'StreamingDeltaEvent') deltas++;
+    }
+    for (const [kind, count] of byKind) this.webhookEventsReceived.inc({ kind }, count);
+    const storable = kinds.length - deltas;
+    const duplicates = Math.max(0, storable - result.stored);
+    this.webhookEventsStored.inc(result.stored);
+    this.webhookEventsDeduplicated.inc(duplicates);
+    this.webhookBatches.inc({ result: storable > 0 && result.stored === 0 ? 'deduplicated' : 'stored' });
+  }
+
+  /** The pool is read when Prometheus scrapes, so the gauges are never stale. */
+  private registerPoolGauges(pool: () => PoolStats | undefined): void {
+    const gauge = (name: string, help: string, read: (stats: PoolStats) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          const stats = pool();
+          this.set(stats ? read(stats) : 0);
+        },
+      });
+    gauge('db_pool_connections_in_use', 'Database connections checked out of the pool.', (s) => s.numUsed());
+    gauge('db_pool_connections_idle', 'Open database connections waiting in the pool.', (s) => s.numFree());
+    gauge('db_pool_acquires_pending', 'Requests waiting for a database connection (should stay near 0).', (s) => s.numPendingAcquires());
+    gauge('db_pool_connections_pending_create', 'Database connections being opened.', (s) => s.numPendingCreates());
+  }
+}

@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import type { KoaContext } from '../api/context.ts';
+import type { Logger } from '../logger.ts';
+import { UNMATCHED_OPERATION, type Metrics } from './metrics.ts';
+import { requestContext } from './request-context.ts';
+
+/** A caller's own X-Request-Id is kept (and logged) only if it looks like an id. */
+const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
+
+/**
+ * Serves one request under its request id: `X-Request-Id` on the response (the caller's own when
+ * it looks like an id, else a new UUID), the id on every log line written meanwhile, then one access
+ * log line and the request's metrics. The access line names the caller by user id only; credentials
+ * never reach it.
+ */
+export async function traceRequest(
+  ctx: KoaContext,
+  deps: { logger: Logger; metrics: Metrics },
+  serve: () => Promise<void>,
+): Promise<void> {
+  const started = process.hrtime.bigint();
+  const offeredId = ctx.get('x-request-id');
+  const requestId = REQUEST_ID_PATTERN.test(offeredId) ? offeredId : randomUUID();
+  ctx.set('X-Request-Id', requestId);
+  await requestContext.run({ requestId }, async () => {
+    await serve();
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const operation = ctx.state.operationId ?? UNMATCHED_OPERATION;
+    const status = ctx.status;
+    deps.metrics.httpRequests.inc({ operation, method: ctx.method, status: String(status) });
+    deps.metrics.httpDuration.observe({ operation }, seconds);
+    if (status === 422) {
+      const detail = (ctx.body as { detail?: unknown } | undefined)?.detail;
+      if (Array.isArray(detail)) {
+        for (const problem of detail as { type?: unknown }[]) {
+          deps.metrics.validationErrors.inc({ operation, type: typeof problem.type === 'string' ? problem.type : 'unknown' });
+        }
+      }
+    }
+    deps.logger.info(
+      {
+        method: ctx.method,
+        path: ctx.path,
+        operationId: ctx.state.operationId,
+        status,
+        ms: Math.round(seconds * 1e4) / 10,
+        userId: ctx.state.userId,
+      },
+      'request',
+    );
+  });
+}

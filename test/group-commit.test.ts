@@ -1,0 +1,254 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { ConversationService, type Event } from '../src/conversations/conversation-service.ts';
+import { GroupCommitter } from '../src/conversations/group-commit.ts';
+import { ForbiddenError } from '../src/errors.ts';
+import type { Principal } from '../src/identity/authenticator.ts';
+import { createLogger } from '../src/logger.ts';
+import { createTestApp, type TestApp } from './helpers/app.ts';
+import { testDatabase } from './helpers/hooks.ts';
+import { createUserFixture, type UserFixture } from './helpers/fixtures.ts';
+import { minimalEvent } from './fixtures/events.ts';
+
+interface StoredRow {
+  conversation_id: string;
+  seq: number;
+  event_id: string;
+}
+
+async function storedRows(): Promise<StoredRow[]> {
+  return testDatabase()
+    .orm.em.getConnection()
+    .execute<StoredRow[]>('select conversation_id, seq, event_id from conversation_events order by conversation_id, seq');
+}
+
+async function eventCounts(): Promise<Map<string, number>> {
+  const rows = await testDatabase()
+    .orm.em.getConnection()
+    .execute<{ id: string; event_count: number }[]>('select id, event_count from conversations');
+  return new Map(rows.map((row) => [row.id, row.event_count]));
+}
+
+/** A batch of `size` events with fresh ids (a status-changing one among them now and then). */
+function batchOf(size: number): Record<string, unknown>[] {
+  return Array.from({ length: size }, (_, i) => minimalEvent(i % 4 === 3 ? 'PauseEvent' : 'MessageEvent'));
+}
+
+/**
+ * What every accepted batch must look like once stored: each of its events exactly once, in its
+ * conversation, with consecutive sequence numbers in the batch's order; every conversation's
+ * sequence gapless from 1 and equal to its event_count; nothing else stored.
+ */
+function expectStoredExactly(rows: StoredRow[], counts: Map<string, number>, accepted: { conversationId: string; ids: string[] }[]) {
+  const byKey = new Map(rows.map((row) => [`${row.conversation_id}/${row.event_id}`, row]));
+  expect(byKey.size, 'an event stored twice').to.equal(rows.length);
+  let expectedRows = 0;
+  for (const { conversationId, ids } of accepted) {
+    const seqs = ids.map((id) => byKey.get(`${conversationId}/${id}`)?.seq);
+    expect(seqs.every((seq) => seq !== undefined), `batch for ${conversationId} not stored`).to.equal(true);
+    expect(seqs, 'a batch is stored contiguously, in its order').to.deep.equal(seqs.map((_, i) => seqs[0]! + i));
+    expectedRows += ids.length;
+  }
+  expect(rows.length, 'something stored that was not accepted').to.equal(expectedRows);
+  const perConversation = new Map<string, number[]>();
+  for (const row of rows) perConversation.set(row.conversation_id, [...(perConversation.get(row.conversation_id) ?? []), row.seq]);
+  for (const [conversationId, seqs] of perConversation) {
+    expect(seqs).to.deep.equal(seqs.map((_, i) => i + 1));
+    expect(counts.get(conversationId)).to.equal(seqs.length);
+  }
+}
+
+describe('webhook group commit', () => {
+  describe('over HTTP: concurrent batches, some of which must fail', () => {
+    let client: TestApp;
+    let owner: UserFixture;
+    let stranger: UserFixture;
+    before(async () => {
+      // One transaction at a time and small groups: coalescing is certain and groups split.
+      client = await createTestApp({ ingestGroup: { maxInFlight: 1, maxBatches: 7, maxEvents: 40 } });
+    });
+    beforeEach(async () => {
+      owner = await createUserFixture();
+      stranger = await createUserFixture();
+    });
+
+    const post = (conversationId: string, events: unknown, user: UserFixture) =>
+      client.request.post(`/api/v1/webhooks/events/${conversationId}`).set('X-Session-API-Key', user.sessionApiKey).send(events as object);
+
+    it('answers each request for itself (200, 403, 422) and stores each accepted batch exactly once, contiguous and in order', async function () {
+      this.timeout(60_000);
+      const busy = randomUUID(); // many batches for one conversation
+      const quiet = Array.from({ length: 12 }, () => randomUUID()); // a batch or two each
+      const theirs = randomUUID(); // the stranger's: the owner's batches for it get 403
+      await post(theirs, batchOf(2), stranger).expect(200);
+
+      type Case = { conversationId: string; events: Record<string, unknown>[]; user: UserFixture; status: number };
+      const cases: Case[] = [];
+      for (let i = 0; i < 30; i++) cases.push({ conversationId: busy, events: batchOf(1 + (i % 6)), user: owner, status: 200 });
+      for (const [i, conversationId] of quiet.entries()) {
+        cases.push({ conversationId, events: batchOf(3), user: owner, status: 200 });
+        if (i % 2 === 0) cases.push({ conversationId, events: batchOf(2), user: owner, status: 200 });
+      }
+      for (let i = 0; i < 6; i++) cases.push({ conversationId: theirs, events: batchOf(2), user: owner, status: 403 });
+      for (let i = 0; i < 6; i++) {
+        const invalid = [...batchOf(2), { kind: 'MessageEvent', source: 'nobody' }];
+        cases.push({ conversationId: i % 2 ? busy : quiet[i]!, events: invalid, user: owner, status: 422 });
+      }
+      // A larger batch than a group may hold goes alone; a redelivery racing its original is stored once.
+      cases.push({ conversationId: busy, events: batchOf(50), user: owner, status: 200 });
+      const redelivered = batchOf(3);
+      cases.push({ conversationId: quiet[0]!, events: redelivered, user: owner, status: 200 });
+      cases.push({ conversationId: quiet[0]!, events: structuredClone(redelivered), user: owner, status: 200 });
+      // Interleave the kinds of request.
+      const order = cases.map((_, i) => i).sort((a, b) => ((a * 7919) % 97) - ((b * 7919) % 97));
+
+      const responses = await Promise.all(order.map((i) => post(cases[i]!.conversationId, cases[i]!.events, cases[i]!.user)));
+      responses.forEach((response, k) => {
+        const expected = cases[order[k]!]!;
+        expect(response.status, JSON.stringify(response.body)).to.equal(expected.status);
+        if (expected.status === 403) expect(response.body).to.deep.equal({ detail: 'This conversation belongs to another user' });
+        if (expected.status === 422) expect(response.body.detail[0].loc.slice(0, 2)).to.deep.equal(['body', 2]);
+      });
+
+      const accepted = cases
+        .filter((c) => c.status === 200 && c.events !== redelivered)
+        .map((c) => ({ conversationId: c.conversationId, ids: c.events.map((e) => e.id as string) }));
+      // The stranger's own first batch; their conversation got nothing from the owner.
+      const rows = await storedRows();
+      const strangersRows = rows.filter((row) => row.conversation_id === theirs);
+      expect(strangersRows).to.have.length(2);
+      expectStoredExactly(rows, await eventCounts(), [
+        ...accepted,
+        { conversationId: theirs, ids: strangersRows.map((row) => row.event_id) },
+      ]);
+    });
+  });
+
+  describe('in the service: coalescing', () => {
+    const log = createLogger('silent');
+    const principal = (userId: string): Principal => ({
+      userId,
+      email: `${userId}@example.com`,
+      isSuperAdmin: false,
+      credentialId: randomUUID(),
+      credentialKind: 'session_api_key',
+    });
+
+    it('stores concurrent batches in fewer transactions than requests, each answered with its own outcome', async () => {
+      const owner = await createUserFixture();
+      const stranger = await createUserFixture();
+      const service = new ConversationService(testDatabase().orm.em, log, { maxInFlight: 1, maxBatches: 16, maxEvents: 1000 });
+      const theirs = randomUUID();
+      await service.ingest(principal(stranger.userId), theirs, batchOf(1) as Event[]);
+      const conversations = [randomUUID(), randomUUID(), randomUUID()];
+
+      const requests = Array.from({ length: 48 }, (_, i) => {
+        const forbidden = i % 8 === 5;
+        const conversationId = forbidden ? theirs : conversations[i % conversations.length]!;
+        const events = batchOf(1 + (i % 3));
+        return { conversationId, events, forbidden };
+      });
+      const before = { ...service.ingestion.stats };
+      const outcomes = await Promise.allSettled(
+        requests.map((r) => service.ingest(principal(owner.userId), r.conversationId, structuredClone(r.events) as Event[])),
+      );
+      const transactions = service.ingestion.stats.transactions - before.transactions;
+
+      outcomes.forEach((outcome, i) => {
+        const request = requests[i]!;
+        if (request.forbidden) {
+          expect(outcome.status).to.equal('rejected');
+          expect((outcome as PromiseRejectedResult).reason).to.be.instanceOf(ForbiddenError);
+        } else {
+          expect(outcome).to.deep.equal({ status: 'fulfilled', value: { stored: request.events.length, droppedDeltas: 0 } });
+        }
+      });
+      expect(service.ingestion.stats.batches - before.batches).to.equal(requests.length);
+      expect(transactions).to.be.lessThan(requests.length / 2);
+      expect(service.ingestion.stats.largestGroup).to.be.within(2, 16);
+      expect(service.ingestion.stats.retriedGroups).to.equal(0);
+
+      const accepted = requests
+        .filter((r) => !r.forbidden)
+        .map((r) => ({ conversationId: r.conversationId, ids: r.events.map((e) => e.id as string) }));
+      const rows = await storedRows();
+      const strangersRows = rows.filter((row) => row.conversation_id === theirs);
+      expect(strangersRows).to.have.length(1);
+      expectStoredExactly(rows, await eventCounts(), [
+        ...accepted,
+        { conversationId: theirs, ids: strangersRows.map((row) => row.event_id) },
+      ]);
+      // Batches of one conversation are stored in the order they were submitted.
+      for (const conversationId of conversations) {
+        const submitted = accepted.filter((a) => a.conversationId === conversationId).flatMap((a) => a.ids);
+        const stored = rows.filter((row) => row.conversation_id === conversationId).map((row) => row.event_id);
+        expect(stored).to.deep.equal(submitted);
+      }
+    });
+  });
+
+  describe('GroupCommitter', () => {
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+    it('takes waiting batches in arrival order, within the bounds in batches and in events', async () => {
+      const groups: number[][] = [];
+      const committer = new GroupCommitter<number, number>(
+        async (batches) => {
+          groups.push(batches);
+          await settle();
+          return batches.map((b) => b * 10);
+        },
+        { maxInFlight: 1, maxBatches: 4, maxEvents: 10 },
+      );
+      const sizes = [1, 1, 1, 1, 1, 5, 5, 1, 20, 1];
+      const results = await Promise.all(sizes.map((size, i) => committer.submit(i, size)));
+      expect(results).to.deep.equal(sizes.map((_, i) => i * 10));
+      expect(groups.flat()).to.deep.equal(sizes.map((_, i) => i));
+      for (const group of groups) {
+        expect(group.length).to.be.within(1, 4);
+        const events = group.reduce((sum, i) => sum + sizes[i]!, 0);
+        if (group.length > 1) expect(events).to.be.at.most(10);
+      }
+      expect(groups).to.deep.equal([[0, 1, 2, 3], [4, 5], [6, 7], [8], [9]]);
+      expect(committer.stats).to.include({ batches: 10, transactions: 5, largestGroup: 4, retriedGroups: 0 });
+    });
+
+    it('retries each batch of a failed group alone, so only the batch that fails fails', async () => {
+      const calls: number[][] = [];
+      const committer = new GroupCommitter<number, string>(
+        async (batches) => {
+          calls.push(batches);
+          await settle();
+          if (batches.includes(2)) throw new Error(`cannot store ${batches.join(',')}`);
+          return batches.map((b) => `stored ${b}`);
+        },
+        { maxInFlight: 1, maxBatches: 10, maxEvents: 100 },
+      );
+      const outcomes = await Promise.allSettled([0, 1, 2, 3].map((b) => committer.submit(b, 1)));
+      expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).message))).to.deep.equal([
+        'stored 0',
+        'stored 1',
+        'cannot store 2',
+        'stored 3',
+      ]);
+      expect(calls).to.deep.equal([[0, 1, 2, 3], [0], [1], [2], [3]]);
+      expect(committer.stats).to.include({ batches: 4, transactions: 5, retriedGroups: 1 });
+    });
+
+    it('runs at most maxInFlight transactions at once', async () => {
+      let running = 0;
+      let most = 0;
+      const committer = new GroupCommitter<number, number>(
+        async (batches) => {
+          most = Math.max(most, ++running);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          running--;
+          return batches;
+        },
+        { maxInFlight: 2, maxBatches: 3, maxEvents: 100 },
+      );
+      await Promise.all(Array.from({ length: 20 }, (_, i) => committer.submit(i, 1)));
+      expect(most).to.equal(2);
+    });
+  });
+});
