@@ -79,6 +79,12 @@ export function schemesOf(operation: SpecOperation): string[] {
   return [...new Set(operation.security.flatMap((alternative) => Object.keys(alternative)))];
 }
 
+/** The `METRICS_TOKEN` of apps built for tests that call `/metrics` with credentials. */
+export const TEST_METRICS_TOKEN = 'test-metrics-token-0123456789abcdef';
+
+/** Schemes whose credential belongs to a user (and can be revoked); the others are configuration. */
+export const USER_SCHEMES = ['AccessToken', 'APIKeyHeader'];
+
 /** The credentials of a test user, by kind. */
 export interface TestCredentials {
   accessToken: string;
@@ -95,6 +101,9 @@ export function credentialHeaders(scheme: string, user: TestCredentials): Record
       return { 'X-Access-Token': user.accessToken };
     case 'APIKeyHeader':
       return { 'X-Session-API-Key': user.sessionApiKey };
+    case 'MetricsToken':
+      // Not a user's credential: the one token of the configuration (build the app with it).
+      return { Authorization: `Bearer ${TEST_METRICS_TOKEN}` };
     default:
       throw new Error(`unknown scheme ${scheme}: add it to credentialHeaders in test/helpers/spec-operations.ts`);
   }
