@@ -37,6 +37,7 @@ const PUBLIC_OPERATIONS: Record<string, { protectedBy: string; refused: number[]
   getHealth: { protectedBy: 'nothing to protect (liveness)', refused: [] },
   getApiReference: { protectedBy: 'nothing to protect (the public API reference)', refused: [] },
   getApiReferenceScript: { protectedBy: 'nothing to protect (the public API reference)', refused: [] },
+  getOpenApiDocument: { protectedBy: 'nothing to protect (the public contract)', refused: [] },
   getReadiness: { protectedBy: 'nothing to protect (readiness)', refused: [] },
   receiveTrackerEvent: { protectedBy: 'X-Hub-Signature (HMAC of the body under the workspace secret)', refused: [401, 404] },
   handleStripeWebhook: { protectedBy: 'Stripe-Signature (checked by the Stripe SDK)', refused: [400, 401, 404] },
