@@ -60,7 +60,8 @@ export interface paths {
          *       all other kinds leave it unchanged.
          *     - **Size.** The batch has no item-count limit; the whole request body is limited by the
          *       server-configured maximum (`BODY_LIMIT_BYTES`, default 10 MiB). A larger body → 413.
-         *     - `ReasoningItemModel.encrypted_content`, secrets and tokens are never logged.
+         *     - `ReasoningItemModel.encrypted_content`, secrets and tokens are never logged;
+         *       `encrypted_content` is stored but reads back as null (it is never rendered).
          */
         post: operations["ingestEvents"];
         delete?: never;
@@ -167,6 +168,8 @@ export interface paths {
          * @description Returns stored events of a conversation owned by the caller in sequence order, starting
          *     after `after_seq`. To page, pass `next_after_seq` of one page as `after_seq`; it is null
          *     when there are no more events. `StreamingDeltaEvent` is never stored and so never listed.
+         *     Events read back exactly as they were sent, except that every `encrypted_content` string
+         *     (of a `ReasoningItemModel`) reads back as `null`: it is stored but never rendered.
          */
         get: operations["listConversationEvents"];
         put?: never;
@@ -955,7 +958,10 @@ export interface components {
             summary?: string[];
             /** @description Reasoning content parts. */
             content?: string[] | null;
-            /** @description Encrypted reasoning content. Stored, but must never be logged or rendered. */
+            /**
+             * @description Encrypted reasoning content. Stored, but never logged or rendered: events read back
+             *     (`listConversationEvents`) carry `encrypted_content: null` in its place.
+             */
             encrypted_content?: string | null;
             /** @description Item status as reported by the provider. */
             status?: string | null;

@@ -9,6 +9,7 @@ import { createOpenApiBackend } from './api/openapi.ts';
 import { HttpError } from './api/http-errors.ts';
 import { readJsonBody } from './api/json-body.ts';
 import { RequestValidationError, toValidationErrors } from './api/validation-errors.ts';
+import { checkPathEncoding, withStorableStrings } from './api/storable-strings.ts';
 import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type RequestState } from './api/context.ts';
 import { healthHandlers } from './api/handlers/health.ts';
 import { conversationHandlers } from './api/handlers/conversations.ts';
@@ -109,7 +110,8 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   };
 
   api.register({
-    ...operationHandlers,
+    // Strings PostgreSQL cannot store (`\u0000`, lone surrogates) → 422 naming the field.
+    ...withStorableStrings(operationHandlers),
     async postSecurityHandler(c: OperationContext, ctx: KoaContext, request: OpenApiRequest) {
       ctx.state.operationId = c.operation.operationId;
       ctx.state.userId = callerIdOf(c);
@@ -192,6 +194,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   );
 
   app.use(async (ctx) => {
+    checkPathEncoding(ctx.path);
     const request: OpenApiRequest = {
       method: ctx.method,
       path: ctx.path,

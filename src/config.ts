@@ -56,6 +56,20 @@ export interface Config {
   readonly liveStreamMaxPerUser: number;
   /** How long a stream ticket (for browsers' EventSource) stays valid; it is single-use. */
   readonly liveStreamTicketTtlMs: number;
+
+  // Reliability: connection and database timeouts (slow clients, unreachable database).
+  /** The whole header block of a request must arrive within this time (slowloris headers). */
+  readonly httpHeadersTimeoutMs: number;
+  /** The whole request, headers and body, must arrive within this time (trickled bodies). */
+  readonly httpRequestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this time. */
+  readonly httpKeepAliveTimeoutMs: number;
+  /** How long a request waits for a free database connection before it gets 503. */
+  readonly dbAcquireTimeoutMs: number;
+  /** Longest a single SQL statement may run (PostgreSQL statement_timeout) before the request gets 503. */
+  readonly dbQueryTimeoutMs: number;
+  /** Longest /readyz waits for the database before it answers 503. */
+  readonly readinessTimeoutMs: number;
 }
 
 /** Stripe Checkout: the secret API key, the webhook signing secret and (for tests) the API's address. */
@@ -154,6 +168,14 @@ export function loadConfig(env: Env = process.env): Config {
     liveStreamHeartbeatMs: integer(env, 'LIVE_STREAM_HEARTBEAT_MS', 15_000, 50, 3_600_000),
     liveStreamMaxPerUser: integer(env, 'LIVE_STREAM_MAX_PER_USER', 10, 1, 10_000),
     liveStreamTicketTtlMs: integer(env, 'LIVE_STREAM_TICKET_TTL_MS', 60_000, 1_000, 3_600_000),
+
+    // Reliability: connection and database timeouts.
+    httpHeadersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
+    httpRequestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 120_000, 100, 3_600_000),
+    httpKeepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
+    dbAcquireTimeoutMs: integer(env, 'DB_ACQUIRE_TIMEOUT_MS', 5_000, 100, 600_000),
+    dbQueryTimeoutMs: integer(env, 'DB_QUERY_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    readinessTimeoutMs: integer(env, 'READINESS_TIMEOUT_MS', 1_000, 100, 60_000),
   });
 }
 

@@ -1,21 +1,48 @@
 import type { Server } from 'node:http';
 import { loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
-import { openDatabase } from './db/database.ts';
+import { openDatabase, type Database } from './db/database.ts';
 import { createApp } from './app.ts';
 import { liveStreamsOf } from './live/live-streams.ts';
+import { listen } from './http-server.ts';
 
-/** Load config → open the database (migrated) → create the app → listen; stop cleanly on signals. */
+/**
+ * Load config → open the database (migrated) → create the app → listen; stop cleanly on signals.
+ *
+ * SIGTERM/SIGINT are handled from the first line on: a signal during start-up (while the embedded
+ * PostgreSQL starts or migrations run) lets start-up finish its current step, then stops what was
+ * started, so no PostgreSQL is left orphaned. `npm start` execs node directly (see package.json),
+ * so the signal sent to the process that was started reaches this code.
+ */
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
-  const database = await openDatabase(config.database, logger);
+
+  let stopRequested: string | undefined;
+  let stop: ((signal: string) => void) | undefined;
+  const onSignal = (signal: string) => {
+    if (stop) return stop(signal);
+    if (!stopRequested) logger.info({ signal }, 'signal during start-up: stopping once the current step is done');
+    stopRequested ??= signal;
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  const database: Database = await openDatabase(config.database, logger, {
+    acquireTimeoutMs: config.dbAcquireTimeoutMs,
+    queryTimeoutMs: config.dbQueryTimeoutMs,
+    readinessTimeoutMs: config.readinessTimeoutMs,
+  });
+  if (stopRequested) {
+    await database.close();
+    logger.info('stopped');
+    process.exit(0);
+  }
   let server: Server;
   let app: Awaited<ReturnType<typeof createApp>>;
   try {
     app = await createApp({ config, logger, orm: database.orm, database });
-    server = app.listen(config.port, config.host);
-    await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+    server = await listen(app, config);
   } catch (error) {
     await database.close();
     throw error;
@@ -28,6 +55,7 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
+    const started = Date.now();
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     // Live streams never finish by themselves: end them (clients resume elsewhere) while the
     // database they read from is still open.
@@ -43,11 +71,11 @@ async function main(): Promise<void> {
     });
     clearTimeout(forced);
     await database.close();
-    logger.info('stopped');
+    logger.info({ ms: Date.now() - started }, 'stopped');
     process.exit(0);
   };
-  process.on('SIGTERM', (signal) => void shutdown(signal));
-  process.on('SIGINT', (signal) => void shutdown(signal));
+  stop = (signal) => void shutdown(signal);
+  if (stopRequested) stop(stopRequested);
 }
 
 main().catch((error: unknown) => {

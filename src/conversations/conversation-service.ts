@@ -57,6 +57,9 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
     const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
     const date = new Date(createdAt);
     if (Number.isNaN(date.getTime()) || typeof id !== 'string' || !UUID_PATTERN.test(id)) throw new Error('bad cursor');
+    // Only dates PostgreSQL's timestamptz can compare (a crafted year -200000 would be a 500).
+    const year = date.getUTCFullYear();
+    if (year < 1 || year > 9999) throw new Error('bad cursor');
     return { createdAt: date, id };
   } catch {
     throw new InvalidInputError('Invalid cursor; pass next_cursor from a previous page', ['query', 'cursor'], 'value_error', cursor);

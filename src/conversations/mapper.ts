@@ -22,9 +22,20 @@ export function toConversationView(conversation: Conversation, info?: Conversati
  * An `EventPage` as JSON text. The stored payloads are spliced in as they are: parsing them here
  * would round large numbers, and they were written by `stringifyJson`, so they are valid JSON.
  */
+/**
+ * `encrypted_content` (of `ReasoningItemModel`) is stored but never rendered: it reads back as null.
+ * Payloads are the text `stringifyJson` wrote, so a key is always written plainly and a quote
+ * inside a string is always escaped: the pattern matches the key, never text inside a value.
+ */
+const ENCRYPTED_CONTENT = /"encrypted_content":"(?:[^"\\]|\\.)*"/g;
+
+export function withoutEncryptedContent(payload: string): string {
+  return payload.includes('"encrypted_content":"') ? payload.replace(ENCRYPTED_CONTENT, '"encrypted_content":null') : payload;
+}
+
 export function toEventPageJson(rows: { seq: number; received_at: string; payload: string }[], more: boolean): string {
   const items = rows.map(
-    (row) => `{"seq":${row.seq},"received_at":"${new Date(row.received_at).toISOString()}","event":${row.payload}}`,
+    (row) => `{"seq":${row.seq},"received_at":"${new Date(row.received_at).toISOString()}","event":${withoutEncryptedContent(row.payload)}}`,
   );
   const nextAfterSeq = more ? rows[rows.length - 1]!.seq : null;
   return `{"items":[${items.join(',')}],"next_after_seq":${nextAfterSeq}}`;

@@ -44,8 +44,28 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/**
+ * Bounds on waiting for the database, so that an unreachable or stalled database gives a 503 within
+ * a known time instead of a hang (see `src/db/errors.ts`).
+ */
+export interface DatabaseTimeouts {
+  /** Waiting for a free pool connection, including opening a new one. */
+  readonly acquireTimeoutMs: number;
+  /** PostgreSQL `statement_timeout` of every connection. */
+  readonly queryTimeoutMs: number;
+  /** Longest `isReachable()` waits before it answers false. */
+  readonly readinessTimeoutMs: number;
+}
+
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { acquireTimeoutMs: 5_000, queryTimeoutMs: 30_000, readinessTimeoutMs: 1_000 };
+
 /** The MikroORM options for a database URL; shared by the server, the CLI and the tests. */
-export function ormOptions(clientUrl: string, log?: Logger, poolSize = 10): Options {
+export function ormOptions(
+  clientUrl: string,
+  log?: Logger,
+  poolSize = 10,
+  timeouts: DatabaseTimeouts = DEFAULT_DATABASE_TIMEOUTS,
+): Options {
   return {
     clientUrl,
     entities: [
@@ -61,9 +81,30 @@ export function ormOptions(clientUrl: string, log?: Logger, poolSize = 10): Opti
     ],
     extensions: [Migrator],
     migrations: { migrationsList: MIGRATIONS, transactional: true, allOrNothing: true, snapshot: false },
-    pool: { min: 0, max: poolSize },
-    // knex would otherwise put bound values (credential hashes, event payloads) into error messages.
-    driverOptions: { compileSqlOnError: false },
+    pool: {
+      min: 0,
+      max: poolSize,
+      acquireTimeoutMillis: timeouts.acquireTimeoutMs,
+      // A connection whose last query never got its answer (the database stalled and the client-side
+      // `query_timeout` gave up on it) is discarded, not handed to the next request to stall again.
+      validate: (connection: { readyForQuery?: boolean }) => connection.readyForQuery !== false,
+    } as Options['pool'],
+    driverOptions: {
+      // knex would otherwise put bound values (credential hashes, event payloads) into error messages.
+      compileSqlOnError: false,
+      acquireConnectionTimeout: timeouts.acquireTimeoutMs,
+      connection: {
+        statement_timeout: timeouts.queryTimeoutMs,
+        // The client-side bound for a database that stopped answering altogether (no statement_timeout
+        // can fire then): a little longer, so the server's own timeout normally comes first.
+        query_timeout: timeouts.queryTimeoutMs + 2_000,
+        // A database that does not even accept the TCP connection fails the connect, not the request.
+        connectionTimeoutMillis: timeouts.acquireTimeoutMs,
+        // Notice a peer that vanished without closing the connection (cable pulled, host gone).
+        keepAlive: true,
+        keepAliveInitialDelayMillis: 10_000,
+      },
+    },
     // Missing tables or columns should fail the migration test, not be papered over at start-up.
     ensureDatabase: false,
     discovery: { warnWhenNoEntities: true },
@@ -85,7 +126,11 @@ export async function migrate(orm: MikroORM): Promise<void> {
  * Opens the database the configuration names: `DATABASE_URL`, or else an embedded PostgreSQL under
  * the data directory. Pending migrations are applied before this returns.
  */
-export async function openDatabase(config: DatabaseConfig, log: Logger): Promise<Database> {
+export async function openDatabase(
+  config: DatabaseConfig,
+  log: Logger,
+  timeouts: DatabaseTimeouts = DEFAULT_DATABASE_TIMEOUTS,
+): Promise<Database> {
   let embedded: EmbeddedPostgres | undefined;
   let url: string;
   if (config.kind === 'url') {
@@ -96,7 +141,7 @@ export async function openDatabase(config: DatabaseConfig, log: Logger): Promise
   }
   let orm: MikroORM;
   try {
-    orm = await MikroORM.init(ormOptions(url, log, config.poolSize));
+    orm = await MikroORM.init(ormOptions(url, log, config.poolSize, timeouts));
     await migrate(orm);
   } catch (error) {
     await embedded?.stop();
@@ -106,11 +151,21 @@ export async function openDatabase(config: DatabaseConfig, log: Logger): Promise
     orm,
     url,
     async isReachable() {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeouts.readinessTimeoutMs);
+      });
+      const probe = orm.em
+        .getConnection()
+        .execute('select 1')
+        .then(
+          () => true,
+          () => false,
+        );
       try {
-        await orm.em.getConnection().execute('select 1');
-        return true;
-      } catch {
-        return false;
+        return await Promise.race([probe, timedOut]);
+      } finally {
+        clearTimeout(timer);
       }
     },
     async close() {

@@ -1,5 +1,5 @@
 /** PostgreSQL error classes that mean "the database cannot serve us right now", not "bad request". */
-const UNAVAILABLE_SQLSTATE_PREFIXES = ['08', '53', '57P'];
+const UNAVAILABLE_SQLSTATE_PREFIXES = ['08', '53', '57P', '57014' /* statement_timeout: overloaded or stalled */];
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND']);
 
 /** True when an error from the driver or pool means the database is unreachable or shutting down. */
@@ -11,7 +11,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
       if (UNAVAILABLE_SQLSTATE_PREFIXES.some((prefix) => code.startsWith(prefix))) return true;
     }
     if (name === 'ConnectionException' || name === 'KnexTimeoutError') return true;
-    if (typeof message === 'string' && /Connection terminated|Timeout acquiring a connection|connect ECONNREFUSED/.test(message)) {
+    if (typeof message === 'string' && /Connection terminated|Timeout acquiring a connection|connect ECONNREFUSED|Client has encountered a connection error|timeout expired|Query read timeout/.test(message)) {
       return true;
     }
     e = (e as { cause?: unknown; previous?: unknown }).previous ?? (e as { cause?: unknown }).cause;

@@ -4,6 +4,7 @@ import type { Config } from '../../src/config.ts';
 import { createApp } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { testConfig, testDatabase } from './hooks.ts';
+import { captureLog } from './secret-scan.ts';
 
 /** A test app on the shared test database, and every line it logged. */
 export interface TestApp {
@@ -23,6 +24,7 @@ export async function createTestApp(
   const sink = new Writable({
     write(chunk, _encoding, callback) {
       logs.push(String(chunk));
+      captureLog('app', String(chunk));
       callback();
     },
   });

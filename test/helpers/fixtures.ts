@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { generateSecret, hashSecret } from '../../src/identity/secrets.ts';
 import type { CredentialKind } from '../../src/identity/entities.ts';
 import { testDatabase } from './hooks.ts';
+import { rememberSecret } from './secret-scan.ts';
 
 export interface UserFixture {
   userId: string;
@@ -15,6 +16,7 @@ let counter = 0;
 /** Inserts a credential for a user straight into the database and returns its secret. */
 export async function issueFixtureCredential(userId: string, kind: CredentialKind): Promise<string> {
   const secret = generateSecret(kind);
+  rememberSecret(secret);
   await testDatabase()
     .orm.em.getConnection()
     .execute('insert into credentials (id, user_id, kind, secret_hash) values (?, ?, ?, ?)', [

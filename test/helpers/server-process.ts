@@ -5,6 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { isAlive } from '../../src/db/embedded-postgres.ts';
 import { testDatabase } from './hooks.ts';
+import { captureLog } from './secret-scan.ts';
 
 /**
  * Real server processes for tests that need more than `supertest(app.callback())`: signals,
@@ -164,6 +165,9 @@ export async function startServerProcess(
   const launch = options.launch ?? ((e) => spawnNode('src/main.ts', [], e));
   const run = launch({ ...env, PORT: String(port) });
   const server: ServerProcess = Object.assign(run, { port, baseUrl: `http://127.0.0.1:${port}`, startupMs: 0 });
+  // Server logs go to the end-of-run secret scan.
+  run.child.stdout!.on('data', (chunk: Buffer) => captureLog('server process', chunk.toString()));
+  run.child.stderr!.on('data', (chunk: Buffer) => captureLog('server process', chunk.toString()));
   let exitedEarly: { code: number | null } | undefined;
   void run.exited.then((result) => (exitedEarly = result));
   while (Date.now() - started < readyWithinMs) {

@@ -25,11 +25,12 @@ export function verifiedModelHandlers(service: VerifiedModelService): OperationH
     async updateVerifiedModel(operation, ctx) {
       const { model_id } = operation.request.params as ModelPath;
       const { is_enabled } = operation.request.requestBody as UpdateBody;
-      respond(ctx, 200, await service.setEnabled(model_id, is_enabled));
+      // Path parameters arrive as the text of the URL ("1e5" validates as an integer): use the number.
+      respond(ctx, 200, await service.setEnabled(Number(model_id), is_enabled));
     },
     async deleteVerifiedModel(operation, ctx) {
       const { model_id } = operation.request.params as ModelPath;
-      await service.delete(model_id);
+      await service.delete(Number(model_id));
       ctx.status = 204;
     },
   };
