@@ -27,6 +27,11 @@ const operations = specOperations();
 const secured = operations.filter((op) => schemesOf(op).length > 0);
 /** The credential kinds the tests can issue, by scheme. */
 const KINDS = ['AccessToken', 'APIKeyHeader'] as const;
+/**
+ * Schemes whose credential is a query parameter issued through the API for one conversation (a
+ * stream ticket, see `credentialOf`), not a header `credentialHeaders` can build.
+ */
+const QUERY_SCHEMES = ['StreamTicket'];
 const ENCRYPTED = `gAAAAA-encrypted-${randomUUID()}`;
 
 /**
@@ -39,6 +44,7 @@ const PUBLIC_OPERATIONS: Record<string, { protectedBy: string; refused: number[]
   getApiReferenceScript: { protectedBy: 'nothing to protect (the public API reference)', refused: [] },
   getOpenApiDocument: { protectedBy: 'nothing to protect (the public contract)', refused: [] },
   getReadiness: { protectedBy: 'nothing to protect (readiness)', refused: [] },
+  getLiveConversationPage: { protectedBy: 'nothing to protect (a page without data; its stream needs a ticket)', refused: [] },
   receiveTrackerEvent: { protectedBy: 'X-Hub-Signature (HMAC of the body under the workspace secret)', refused: [401, 404] },
   handleStripeWebhook: { protectedBy: 'Stripe-Signature (checked by the Stripe SDK)', refused: [400, 401, 404] },
   getCheckoutPage: { protectedBy: 'the unguessable checkout session id in the URL', refused: [404] },
@@ -96,8 +102,27 @@ describe('security: every operation, every kind of credential', function () {
     return op.bodyExample ?? {};
   }
 
-  async function call(op: SpecOperation, headers: Record<string, string>) {
-    const url = fillPath(op.path, pathValues(op));
+  /**
+   * The credential of `scheme` for `user`. A stream ticket is issued through the API for a
+   * conversation of the user's own: the only kind anyone can get.
+   */
+  async function credentialOf(scheme: string, user: UserFixture): Promise<{ headers: Record<string, string>; query?: string }> {
+    if (scheme !== 'StreamTicket') return { headers: credentialHeaders(scheme, user) };
+    const ownConversation = randomUUID();
+    const ingest = await app.request
+      .post(`/api/v1/webhooks/events/${ownConversation}`)
+      .set('X-Session-API-Key', user.sessionApiKey)
+      .send([minimalEvent('MessageEvent')]);
+    expect(ingest.status, ingest.text).to.equal(200);
+    const issued = await app.request.post(`/api/v1/conversations/${ownConversation}/events/stream-tickets`).set('X-Access-Token', user.accessToken);
+    expect(issued.status, issued.text).to.equal(201);
+    const { ticket } = issued.body as { ticket: string };
+    rememberSecret(ticket);
+    return { headers: {}, query: `ticket=${encodeURIComponent(ticket)}` };
+  }
+
+  async function call(op: SpecOperation, headers: Record<string, string>, query?: string) {
+    const url = fillPath(op.path, pathValues(op)) + (query ? `?${query}` : '');
     let request = (app.request as unknown as Record<string, (url: string) => import('supertest').Test>)[op.method.toLowerCase()]!(url).set(headers);
     if (op.hasBody) request = request.send(exampleBody(op) as object);
     return request;
@@ -123,7 +148,9 @@ describe('security: every operation, every kind of credential', function () {
 
   it('every operation names only security schemes this test knows how to satisfy', () => {
     expect(secured.length).to.be.greaterThan(5);
-    for (const op of secured) for (const scheme of schemesOf(op)) credentialHeaders(scheme, owner); // throws "unknown scheme X: add it"
+    for (const op of secured) {
+      for (const scheme of schemesOf(op).filter((s) => !QUERY_SCHEMES.includes(s))) credentialHeaders(scheme, owner); // throws "unknown scheme X: add it"
+    }
   });
 
   it('every operation without a credential scheme is a known public one, with what protects it', () => {
@@ -152,13 +179,19 @@ describe('security: every operation, every kind of credential', function () {
           const response = await call(op, headers as Record<string, string>);
           expect(response.status, `${JSON.stringify(headers)}: ${response.text}`).to.equal(401);
         }
+        if (schemesOf(op).includes('StreamTicket')) {
+          for (const junk of ['', 'apst_' + 'A'.repeat(43), 'x']) {
+            const response = await call(op, {}, `ticket=${junk}`);
+            expect(response.status, `ticket=${junk}: ${response.text}`).to.equal(401);
+          }
+        }
         expect(await ownerSnapshot()).to.equal(before);
       });
 
       it('with the wrong kind of credential (another kind, or a secret in the other kind\'s header) → 401, nothing changes', async () => {
         const schemes = schemesOf(op);
         const before = await ownerSnapshot();
-        const unknown = schemes.filter((s) => !(KINDS as readonly string[]).includes(s));
+        const unknown = schemes.filter((s) => !(KINDS as readonly string[]).includes(s) && !QUERY_SCHEMES.includes(s));
         for (const scheme of unknown) credentialHeaders(scheme, owner); // unknown scheme X: add it
         for (const kind of KINDS.filter((k) => !schemes.includes(k))) {
           const response = await call(op, credentialHeaders(kind, owner));
@@ -174,11 +207,14 @@ describe('security: every operation, every kind of credential', function () {
       });
 
       it('with a revoked credential → 401, nothing changes', async () => {
+        // Only credentials of users can be revoked (a configured token is changed in the
+        // configuration); a stream ticket dies with the access token that got it.
+        const revocable = schemesOf(op).filter((x) => USER_SCHEMES.includes(x) || QUERY_SCHEMES.includes(x));
+        const credentials = await Promise.all(revocable.map((scheme) => credentialOf(scheme, owner)));
         await testDatabase().orm.em.getConnection().execute('update credentials set revoked_at = now() where user_id = ?', [owner.userId]);
         const before = await ownerSnapshot();
-        // Only credentials of users can be revoked (a configured token is changed in the configuration).
-        for (const scheme of schemesOf(op).filter((x) => USER_SCHEMES.includes(x))) {
-          const response = await call(op, credentialHeaders(scheme, owner));
+        for (const [i, scheme] of revocable.entries()) {
+          const response = await call(op, credentials[i]!.headers, credentials[i]!.query);
           expect(response.status, `${scheme}: ${response.text}`).to.equal(401);
         }
         expect(await ownerSnapshot()).to.equal(before);
@@ -187,7 +223,8 @@ describe('security: every operation, every kind of credential', function () {
       it("with another user's credential: nothing of the owner's is read, changed or revealed", async () => {
         const before = await ownerSnapshot();
         for (const scheme of schemesOf(op)) {
-          const response = await call(op, credentialHeaders(scheme, other));
+          const credential = await credentialOf(scheme, other);
+          const response = await call(op, credential.headers, credential.query);
           for (const marker of ownerMarkers()) {
             expect(response.text, `${op.operationId} with ${scheme} of another user reveals ${marker}`).to.not.include(marker);
           }

@@ -3,7 +3,8 @@
  * and server processes started by `startServerProcess`) is kept, and at the end of the run scanned
  * for secrets. The run fails if any log line holds
  * - a value passed to `rememberSecret` (fixture tokens, webhook secrets, `encrypted_content`, …),
- * - anything shaped like one of our credentials (`apat_…`, `apsk_…` with 43 base64url characters),
+ * - anything shaped like one of our credentials (`apat_…`, `apsk_…`, stream tickets `apst_…`, with 43
+ *   base64url characters),
  * - an `encrypted_content` with a value other than `[redacted]` or null.
  * Test output of the CLI (which prints the token it issued, by design) is not a log and not scanned.
  */
@@ -24,7 +25,7 @@ export function captureLog(source: string, text: string): void {
   captured.push({ source, text });
 }
 
-const CREDENTIAL_SHAPE = /\bap(?:at|sk)_[A-Za-z0-9_-]{43}\b/;
+const CREDENTIAL_SHAPE = /\bap(?:at|sk|st)_[A-Za-z0-9_-]{43}\b/;
 const ENCRYPTED_CONTENT_VALUE = /encrypted_content\\?":\s*\\?"(?!\[redacted\])/;
 
 export interface SecretFinding {
