@@ -174,7 +174,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     authenticator.authenticate('session_api_key', headerOf(c, 'x-session-api-key')),
   );
   api.registerSecurityHandler('MetricsToken', (c: OperationContext) => checkMetricsToken(headerOf(c, 'authorization')));
-
+  // Browsers' EventSource cannot send headers: a single-use ticket in the query opens a live stream.
   api.registerSecurityHandler('StreamTicket', (c: OperationContext) => streamTickets.redeem(queryOf(c, 'ticket')));
 
   const app = new Koa<RequestState>({ proxy: false });
