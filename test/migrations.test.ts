@@ -2,22 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { MIGRATIONS, migrate, ormOptions } from '../src/db/database.ts';
-import { recreateSchema, testDatabase } from './helpers/hooks.ts';
-
-const TABLES = [
-  'stream_tickets',
-  'conversation_infos',
-  'credit_ledger',
-  'checkout_sessions',
-  'tracker_deliveries',
-  'workspace_links',
-  'workspaces',
-  'conversation_events',
-  'conversations',
-  'credentials',
-  'users',
-  'verified_models',
-];
+import { recreateSchema, TABLES, testDatabase } from './helpers/hooks.ts';
 
 /** Executes SQL on the test database and returns the rows. */
 function query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {

@@ -36,7 +36,8 @@ export async function recreateSchema(db: Database): Promise<void> {
   await migrate(db.orm);
 }
 
-const TABLES = [
+/** Every table the migrations create (bar MikroORM's own): emptied before each test. */
+export const TABLES = [
   'stream_tickets',
   'conversation_infos',
   'credit_ledger',
