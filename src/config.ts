@@ -2,6 +2,22 @@ import path from 'node:path';
 import { KeyringError, parseKeyring, type SecretKey } from './crypto/secret-box.ts';
 import type { GroupCommitOptions } from './conversations/group-commit.ts';
 
+/**
+ * Bounds on waiting for the database, so that an unreachable or stalled database gives a 503 within
+ * a known time instead of a hang (see `src/db/errors.ts`).
+ */
+export interface DatabaseTimeouts {
+  /** Waiting for a free pool connection, including opening a new one (`DB_ACQUIRE_TIMEOUT_MS`). */
+  readonly acquireTimeoutMs: number;
+  /** PostgreSQL `statement_timeout` of every connection (`DB_QUERY_TIMEOUT_MS`). */
+  readonly queryTimeoutMs: number;
+  /** Longest `/readyz` waits for the database before it answers 503 (`READINESS_TIMEOUT_MS`). */
+  readonly readinessTimeoutMs: number;
+}
+
+/** The timeouts when the environment does not set them. */
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { acquireTimeoutMs: 5_000, queryTimeoutMs: 30_000, readinessTimeoutMs: 1_000 };
+
 /** Where the database comes from: a URL the operator gives us, or a PostgreSQL we run ourselves. */
 export type DatabaseConfig = (
   | { readonly kind: 'url'; readonly url: string }
@@ -9,6 +25,7 @@ export type DatabaseConfig = (
 ) & {
   /** Connections in the pool: concurrent webhook transactions, each waiting on its commit's flush. */
   readonly poolSize: number;
+  readonly timeouts: DatabaseTimeouts;
 };
 
 export interface Config {
@@ -57,19 +74,13 @@ export interface Config {
   /** How long a stream ticket (for browsers' EventSource) stays valid; it is single-use. */
   readonly liveStreamTicketTtlMs: number;
 
-  // Reliability: connection and database timeouts (slow clients, unreachable database).
+  // Reliability: connection timeouts (slow clients); the database's are in `database.timeouts`.
   /** The whole header block of a request must arrive within this time (slowloris headers). */
   readonly httpHeadersTimeoutMs: number;
   /** The whole request, headers and body, must arrive within this time (trickled bodies). */
   readonly httpRequestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this time. */
   readonly httpKeepAliveTimeoutMs: number;
-  /** How long a request waits for a free database connection before it gets 503. */
-  readonly dbAcquireTimeoutMs: number;
-  /** Longest a single SQL statement may run (PostgreSQL statement_timeout) before the request gets 503. */
-  readonly dbQueryTimeoutMs: number;
-  /** Longest /readyz waits for the database before it answers 503. */
-  readonly readinessTimeoutMs: number;
 }
 
 /** Stripe Checkout: the secret API key, the webhook signing secret and (for tests) the API's address. */
@@ -129,9 +140,15 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('METRICS_TOKEN must be at least 16 printable ASCII characters without spaces');
   }
   const poolSize = integer(env, 'DB_POOL_SIZE', 20, 1, 500);
+  const defaults = DEFAULT_DATABASE_TIMEOUTS;
+  const timeouts: DatabaseTimeouts = {
+    acquireTimeoutMs: integer(env, 'DB_ACQUIRE_TIMEOUT_MS', defaults.acquireTimeoutMs, 100, 600_000),
+    queryTimeoutMs: integer(env, 'DB_QUERY_TIMEOUT_MS', defaults.queryTimeoutMs, 100, 3_600_000),
+    readinessTimeoutMs: integer(env, 'READINESS_TIMEOUT_MS', defaults.readinessTimeoutMs, 100, 60_000),
+  };
   const database: DatabaseConfig = databaseUrl
-    ? { kind: 'url', url: databaseUrl, poolSize }
-    : { kind: 'embedded', dataDir, port: integer(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535), poolSize };
+    ? { kind: 'url', url: databaseUrl, poolSize, timeouts }
+    : { kind: 'embedded', dataDir, port: integer(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535), poolSize, timeouts };
 
   return Object.freeze({
     port: integer(env, 'PORT', 3000, 0, 65535),
@@ -169,13 +186,10 @@ export function loadConfig(env: Env = process.env): Config {
     liveStreamMaxPerUser: integer(env, 'LIVE_STREAM_MAX_PER_USER', 10, 1, 10_000),
     liveStreamTicketTtlMs: integer(env, 'LIVE_STREAM_TICKET_TTL_MS', 60_000, 1_000, 3_600_000),
 
-    // Reliability: connection and database timeouts.
+    // Reliability: connection timeouts.
     httpHeadersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
     httpRequestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 120_000, 100, 3_600_000),
     httpKeepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
-    dbAcquireTimeoutMs: integer(env, 'DB_ACQUIRE_TIMEOUT_MS', 5_000, 100, 600_000),
-    dbQueryTimeoutMs: integer(env, 'DB_QUERY_TIMEOUT_MS', 30_000, 100, 3_600_000),
-    readinessTimeoutMs: integer(env, 'READINESS_TIMEOUT_MS', 1_000, 100, 60_000),
   });
 }
 

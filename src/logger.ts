@@ -9,6 +9,9 @@ export type { Logger };
  */
 export const SECRET_FIELDS = ['encrypted_content', 'reasoning_details', 'webhook_secret', 'svc_acc_api_key'];
 
+/** Configuration fields holding the Stripe keys, wherever a config object might be logged. */
+const SECRET_CONFIG_FIELDS = ['secretKey', 'webhookSecret'];
+
 /** Paths that never reach a log line: credentials in headers and CLI output, and the secret fields. */
 const REDACTED_PATHS = [
   'req.headers["x-access-token"]',
@@ -17,15 +20,8 @@ const REDACTED_PATHS = [
   'access_token',
   'session_api_key',
   'token',
-  // Billing (issue 8): the Stripe keys, wherever a config object or a header might be logged.
   'req.headers["stripe-signature"]',
-  'secretKey',
-  'webhookSecret',
-  '*.secretKey',
-  '*.webhookSecret',
-  '*.*.secretKey',
-  '*.*.webhookSecret',
-  ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
+  ...[...SECRET_FIELDS, ...SECRET_CONFIG_FIELDS].flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
 ];
 
 /**

@@ -28,11 +28,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
-  const database: Database = await openDatabase(config.database, logger, {
-    acquireTimeoutMs: config.dbAcquireTimeoutMs,
-    queryTimeoutMs: config.dbQueryTimeoutMs,
-    readinessTimeoutMs: config.readinessTimeoutMs,
-  });
+  const database: Database = await openDatabase(config.database, logger);
   if (stopRequested) {
     await database.close();
     logger.info('stopped');

@@ -16,6 +16,14 @@ export function isSecretLookingKey(key: string): boolean {
 }
 
 /**
+ * Whether `key: value` holds a secret: a secret-looking key whose value could hold one (a string, an
+ * object or an array); numbers, booleans and nulls never do (`per_turn_token: 1500` is a count).
+ */
+export function holdsSecret(key: string, value: unknown): boolean {
+  return isSecretLookingKey(key) && (typeof value === 'string' || (value !== null && typeof value === 'object'));
+}
+
+/**
  * Removes, in place and at any depth, every secret-looking key whose value could hold a secret (a
  * string, an object or an array); numbers, booleans and nulls stay (`per_turn_token: 1500` is a
  * count). In place, so that values parsed by `parseJson` keep their exact number literals.
@@ -29,7 +37,7 @@ export function stripSecretLookingKeys(value: unknown): void {
   const record = value as Record<string, unknown>;
   for (const key of Object.keys(record)) {
     const item = record[key];
-    if (isSecretLookingKey(key) && (typeof item === 'string' || (item !== null && typeof item === 'object'))) {
+    if (holdsSecret(key, item)) {
       delete record[key];
     } else {
       stripSecretLookingKeys(item);

@@ -1,7 +1,6 @@
 import type { Context as OperationContext } from 'openapi-backend';
-import { SECRET_FIELDS } from '../logger.ts';
 import type { OperationHandlers } from './context.ts';
-import { RequestValidationError, type ValidationError } from './validation-errors.ts';
+import { isSecretProperty, RequestValidationError, type ValidationError } from './validation-errors.ts';
 
 /**
  * PostgreSQL text and `jsonb` cannot hold `\u0000`, and a lone UTF-16 surrogate (`\ud800`) has no
@@ -13,8 +12,6 @@ import { RequestValidationError, type ValidationError } from './validation-error
  */
 export const STRING_UNICODE_TYPE = 'string_unicode';
 const MESSAGE = 'String should contain neither NUL (\\u0000) nor unpaired surrogates';
-
-const SECRET = new Set(SECRET_FIELDS);
 
 /** `\u0000`, a high surrogate not followed by a low one, or a low surrogate not preceded by a high one. */
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -31,7 +28,7 @@ export function unstorableStrings(value: unknown, loc: (string | number)[], foun
   if (typeof value === 'string') {
     if (!isStorableString(value)) {
       const key = loc[loc.length - 1];
-      const input = typeof key === 'string' && SECRET.has(key) ? '[redacted]' : value.length > 200 ? `${value.slice(0, 200)}…` : value;
+      const input = typeof key === 'string' && isSecretProperty(key, value) ? '[redacted]' : value.length > 200 ? `${value.slice(0, 200)}…` : value;
       found.push({ loc, msg: MESSAGE, type: STRING_UNICODE_TYPE, input });
     }
   } else if (Array.isArray(value)) {

@@ -1,6 +1,6 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { SECRET_FIELDS } from '../logger.ts';
-import { isSecretLookingKey } from '../secret-keys.ts';
+import { holdsSecret } from '../secret-keys.ts';
 import { createAjv } from './ajv.ts';
 import type { components } from '../../generated/openapi.ts';
 
@@ -58,9 +58,8 @@ function locate(root: unknown, instancePath: string): { loc: Loc; value: unknown
 }
 
 /** A secret field of the contract, or any key that looks like it holds a secret (`src/secret-keys.ts`). */
-function isSecretProperty(key: string, value: unknown): boolean {
-  if (SECRET_PROPERTIES.has(key)) return true;
-  return isSecretLookingKey(key) && (typeof value === 'string' || (value !== null && typeof value === 'object'));
+export function isSecretProperty(key: string, value: unknown): boolean {
+  return SECRET_PROPERTIES.has(key) || holdsSecret(key, value);
 }
 
 /** `value` with every secret replaced by `[redacted]`, at any depth; the same value when it holds none. */

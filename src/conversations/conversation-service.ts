@@ -37,9 +37,6 @@ interface BatchOutcome {
   stored: number;
 }
 
-/** Group commit defaults: see `GroupCommitOptions` and the README's configuration table. */
-export const DEFAULT_GROUP_COMMIT: GroupCommitOptions = { maxInFlight: 2, maxBatches: 64, maxEvents: 500 };
-
 /** A stored event as read back: the payload stays the text that was stored. */
 interface StoredEventRow {
   seq: number;
@@ -78,7 +75,8 @@ export class ConversationService {
   constructor(
     private readonly em: EntityManager,
     private readonly log: Logger,
-    groupCommit: GroupCommitOptions = DEFAULT_GROUP_COMMIT,
+    /** The bounds of the group commit (`config.ingestGroup`: the INGEST_* settings). */
+    groupCommit: GroupCommitOptions,
   ) {
     this.ingestion = new GroupCommitter((batches) => this.appendEvents(batches), groupCommit);
   }

@@ -1,6 +1,6 @@
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
-import type { DatabaseConfig } from '../config.ts';
+import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseConfig, type DatabaseTimeouts } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { ConversationEventSchema, ConversationSchema } from '../conversations/entities.ts';
 import { CredentialSchema, UserSchema } from '../identity/entities.ts';
@@ -43,21 +43,6 @@ export interface Database {
   /** Closes the pool, then stops the embedded PostgreSQL if this process started it. */
   close(): Promise<void>;
 }
-
-/**
- * Bounds on waiting for the database, so that an unreachable or stalled database gives a 503 within
- * a known time instead of a hang (see `src/db/errors.ts`).
- */
-export interface DatabaseTimeouts {
-  /** Waiting for a free pool connection, including opening a new one. */
-  readonly acquireTimeoutMs: number;
-  /** PostgreSQL `statement_timeout` of every connection. */
-  readonly queryTimeoutMs: number;
-  /** Longest `isReachable()` waits before it answers false. */
-  readonly readinessTimeoutMs: number;
-}
-
-export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { acquireTimeoutMs: 5_000, queryTimeoutMs: 30_000, readinessTimeoutMs: 1_000 };
 
 /** The MikroORM options for a database URL; shared by the server, the CLI and the tests. */
 export function ormOptions(
@@ -126,11 +111,8 @@ export async function migrate(orm: MikroORM): Promise<void> {
  * Opens the database the configuration names: `DATABASE_URL`, or else an embedded PostgreSQL under
  * the data directory. Pending migrations are applied before this returns.
  */
-export async function openDatabase(
-  config: DatabaseConfig,
-  log: Logger,
-  timeouts: DatabaseTimeouts = DEFAULT_DATABASE_TIMEOUTS,
-): Promise<Database> {
+export async function openDatabase(config: DatabaseConfig, log: Logger): Promise<Database> {
+  const { timeouts } = config;
   let embedded: EmbeddedPostgres | undefined;
   let url: string;
   if (config.kind === 'url') {
