@@ -14,7 +14,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
+import { freePort } from '../test/helpers/free-port.ts';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.ts';
@@ -24,15 +24,6 @@ import { generateSecret, hashSecret } from '../src/identity/secrets.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KIT = path.resolve(ROOT, process.env.BENCH_KIT ?? '../shared/bench');
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitForReady(url: string): Promise<void> {
   for (let attempt = 0; attempt < 300; attempt++) {

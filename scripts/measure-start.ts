@@ -13,7 +13,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
+import { freePort } from '../test/helpers/free-port.ts';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres.ts';
 import { createLogger } from '../src/logger.ts';
@@ -25,15 +25,6 @@ const COMMANDS: { label: string; args: string[] }[] = [
   { label: '`npm start` (tsx)', args: ['start'] },
   { label: '`npm run start:prod` (node dist/)', args: ['run', 'start:prod'] },
 ];
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** The pids of `root` and all its descendants, from /proc. */
 function processTree(root: number): number[] {

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { isAlive } from '../../src/db/embedded-postgres.ts';
+import { freePort } from './free-port.ts';
 import { testDatabase } from './hooks.ts';
 import { captureLog } from './secret-scan.ts';
 
@@ -18,17 +18,7 @@ export const ROOT = path.resolve(import.meta.dirname, '..', '..');
 /** With DATABASE_URL set, servers share the test database; otherwise each data directory has its own embedded PostgreSQL. */
 export const useEmbedded = !process.env.DATABASE_URL;
 
-/** A port nothing listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /** Polls `condition` every 50 ms; false when it did not hold within `timeoutMs`. */
 export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
