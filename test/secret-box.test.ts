@@ -92,6 +92,9 @@ describe('SecretBox (AES-256-GCM secrets at rest)', () => {
       const first = loadOrCreateKeyFile(path.join(dir, 'data'));
       const file = path.join(dir, 'data', 'secrets.key');
       expect(fs.statSync(file).mode & 0o777).to.equal(0o600);
+      // The file protects itself; the directory stays traversable, as the embedded PostgreSQL (run
+      // as the "postgres" user when we are root) needs DATA_DIR to be.
+      expect(fs.statSync(path.join(dir, 'data')).mode & 0o001).to.equal(0o001);
       const second = loadOrCreateKeyFile(path.join(dir, 'data'));
       expect(second).to.deep.equal(first);
       expect(fs.readdirSync(path.join(dir, 'data'))).to.deep.equal(['secrets.key']);

@@ -57,7 +57,9 @@ export function loadOrCreateKeyFile(dataDir: string): SecretKey[] {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // Traversable (not 0700): the embedded PostgreSQL, running as the "postgres" user when we are
+  // root, keeps its cluster in DATA_DIR too. The key file itself is owner-only.
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o755 });
   const id = `local-${Date.now().toString(36)}`;
   const temporary = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
   const fd = fs.openSync(temporary, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
