@@ -152,4 +152,10 @@ describe('the Prometheus text parser used by these tests', () => {
     const families = parsePrometheusText('# HELP x A "help" line.\n# TYPE x counter\nx{a="q\\"\\n\\\\"} 1.5e3\n');
     expect(families.get('x')?.samples[0]).to.deep.equal({ name: 'x', labels: { a: 'q"\n\\' }, value: 1500 });
   });
+
+  it('reads NaN and the infinities in any letter case, as Prometheus does (prom-client writes "Nan")', () => {
+    const families = parsePrometheusText('# TYPE g gauge\ng{a="1"} Nan\ng{a="2"} +inf\ng{a="3"} -Inf\n');
+    expect(families.get('g')?.samples.map((sample) => sample.value)).to.deep.equal([NaN, Infinity, -Infinity]);
+    expect(() => parsePrometheusText('# TYPE g gauge\ng NaNa\n')).to.throw(/value/);
+  });
 });

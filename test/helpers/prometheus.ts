@@ -21,10 +21,21 @@ const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary', 'untyped']);
 
+// Prometheus reads a sample with Go's strconv.ParseFloat, which takes NaN and the infinities in any
+// letter case: prom-client writes NaN as "Nan" (e.g. the event-loop lag mean before its first sample).
+const SPECIAL_VALUES = new Map<string, number>([
+  ['nan', NaN],
+  ['inf', Infinity],
+  ['+inf', Infinity],
+  ['infinity', Infinity],
+  ['+infinity', Infinity],
+  ['-inf', -Infinity],
+  ['-infinity', -Infinity],
+]);
+
 function parseValue(text: string, line: string): number {
-  if (text === '+Inf' || text === 'Inf') return Infinity;
-  if (text === '-Inf') return -Infinity;
-  if (text === 'NaN') return NaN;
+  const special = SPECIAL_VALUES.get(text.toLowerCase());
+  if (special !== undefined) return special;
   if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text)) throw new Error(`bad sample value "${text}" in: ${line}`);
   return Number(text);
 }
