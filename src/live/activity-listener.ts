@@ -8,7 +8,7 @@ export const ACTIVITY_CHANNEL = 'conversation_activity';
 /** `application_name` of the listening connection (visible in `pg_stat_activity`). */
 export const LISTENER_APPLICATION_NAME = 'live-activity-listener';
 
-/** One notification of `conversation_activity`, as published by the triggers and `ingest_events`. */
+/** One notification of `conversation_activity`, as published by the triggers and `ingest_event_batches`. */
 export type Activity =
   | { type: 'events'; conversation_id: string; first_seq: number; last_seq: number }
   | { type: 'status'; conversation_id: string; execution_status: string | null; last_seq: number }
