@@ -185,6 +185,58 @@ describe('webhook group commit', () => {
         expect(stored).to.deep.equal(submitted);
       }
     });
+
+    it('stores a group exactly as it would store its batches one after the other', async () => {
+      const [owner, stranger] = [await createUserFixture(), await createUserFixture()];
+      const [a, b] = [principal(owner.userId), principal(stranger.userId)];
+      const [m0, m1, m2, m3, m4, m5] = Array.from({ length: 6 }, () => minimalEvent('MessageEvent', { id: randomUUID() }));
+      const pause = minimalEvent('PauseEvent', { id: randomUUID() });
+      /**
+       * In one group: a new conversation claimed by two callers (the first batch wins, the other is
+       * refused), repeated event ids within the group and across groups, a status change, and an
+       * existing conversation continuing its sequence.
+       */
+      const scenario = (fresh: string, existing: string) => [
+        { caller: b, conversationId: fresh, events: [m1] },
+        { caller: a, conversationId: fresh, events: [m2] },
+        { caller: b, conversationId: fresh, events: [m2, pause] },
+        { caller: b, conversationId: fresh, events: [m2, m3] },
+        { caller: a, conversationId: existing, events: [m4] },
+        { caller: a, conversationId: existing, events: [m5, m4] },
+      ];
+      const run = async (grouped: boolean) => {
+        const service = new ConversationService(testDatabase().orm.em, log, { maxInFlight: 1, maxBatches: 16, maxEvents: 1000 });
+        const [fresh, existing] = [randomUUID(), randomUUID()];
+        await service.ingest(a, existing, structuredClone([m0, m4]) as Event[]);
+        const before = service.ingestion.stats.transactions;
+        const ingest = (batch: ReturnType<typeof scenario>[number]) =>
+          service.ingest(batch.caller, batch.conversationId, structuredClone(batch.events) as Event[]).then(
+            (result) => result.stored,
+            (error: unknown) => (error instanceof ForbiddenError ? 'forbidden' : error),
+          );
+        const outcomes: unknown[] = [];
+        if (grouped) outcomes.push(...(await Promise.all(scenario(fresh, existing).map(ingest))));
+        else for (const batch of scenario(fresh, existing)) outcomes.push(await ingest(batch));
+        const connection = testDatabase().orm.em.getConnection();
+        const stored = async (id: string) => ({
+          conversation: await connection.execute('select owner_id, event_count, execution_status from conversations where id = ?', [id]),
+          events: await connection.execute('select seq, event_id, kind from conversation_events where conversation_id = ? order by seq', [id]),
+        });
+        return {
+          outcomes,
+          transactions: service.ingestion.stats.transactions - before,
+          fresh: await stored(fresh),
+          existing: await stored(existing),
+        };
+      };
+
+      const oneByOne = await run(false);
+      const grouped = await run(true);
+      expect(oneByOne.outcomes).to.deep.equal([1, 'forbidden', 2, 1, 0, 1]);
+      expect(oneByOne.fresh.conversation).to.deep.equal([{ owner_id: stranger.userId, event_count: 4, execution_status: 'paused' }]);
+      expect(grouped.transactions).to.equal(1);
+      expect({ ...grouped, transactions: undefined }).to.deep.equal({ ...oneByOne, transactions: undefined });
+    });
   });
 
   describe('GroupCommitter', () => {
@@ -249,6 +301,44 @@ describe('webhook group commit', () => {
       );
       await Promise.all(Array.from({ length: 20 }, (_, i) => committer.submit(i, 1)));
       expect(most).to.equal(2);
+    });
+
+    it('lets a partial group wait for the transaction in flight, and starts a full one at once', async () => {
+      const started: number[][] = [];
+      const commits: (() => void)[] = [];
+      const committer = new GroupCommitter<number, number>(
+        async (batches) => {
+          started.push(batches);
+          await new Promise<void>((resolve) => commits.push(resolve));
+          return batches;
+        },
+        { maxInFlight: 2, maxBatches: 10, maxEvents: 10 },
+      );
+      const submitted = [committer.submit(0, 1)];
+      await settle();
+      expect(started).to.deep.equal([[0]]);
+      // Partial: it waits for the first transaction, however long that takes, and grows meanwhile.
+      submitted.push(committer.submit(1, 1), committer.submit(2, 3));
+      await settle();
+      submitted.push(committer.submit(3, 1));
+      await settle();
+      expect(started).to.deep.equal([[0]]);
+      // Full (10 events waiting): it starts beside the one in flight.
+      submitted.push(committer.submit(4, 5));
+      await settle();
+      expect(started).to.deep.equal([[0], [1, 2, 3, 4]]);
+      // Partial again: it waits until no transaction is in flight.
+      submitted.push(committer.submit(5, 1));
+      commits.shift()!();
+      await settle();
+      await settle();
+      expect(started).to.deep.equal([[0], [1, 2, 3, 4]]);
+      commits.shift()!();
+      await settle();
+      await settle();
+      expect(started).to.deep.equal([[0], [1, 2, 3, 4], [5]]);
+      commits.shift()!();
+      expect(await Promise.all(submitted)).to.deep.equal([0, 1, 2, 3, 4, 5]);
     });
   });
 });

@@ -23,7 +23,7 @@ async function tablesInPublic(): Promise<string[]> {
 }
 
 async function ingestFunctionExists(): Promise<boolean> {
-  const rows = await query<{ exists: boolean }>("select exists (select 1 from pg_proc where proname = 'ingest_events') as exists");
+  const rows = await query<{ exists: boolean }>("select exists (select 1 from pg_proc where proname = 'ingest_event_batches') as exists");
   return rows[0]!.exists;
 }
 
@@ -39,7 +39,7 @@ describe('database migrations', function () {
     await recreateSchema(testDatabase());
   });
 
-  it('creates every table and the ingest_events function on an empty schema', async () => {
+  it('creates every table and the ingest_event_batches function on an empty schema', async () => {
     await dropSchema();
     expect(await tablesInPublic()).to.deep.equal([]);
     expect(await ingestFunctionExists()).to.equal(false);
@@ -114,7 +114,10 @@ describe('database migrations', function () {
     expect((await recordedMigrations()).map((row) => row.name)).to.deep.equal(MIGRATIONS.map((migration) => migration.name));
     const userId = randomUUID();
     await query('insert into users (id, email) values (?, ?)', [userId, 'owner@example.com']);
-    const rows = await query("select owner_id, stored from ingest_events(?, ?, '{}', '{}', '{}', '{}', '{}')", [randomUUID(), userId]);
-    expect(rows).to.deep.equal([{ owner_id: userId, stored: 0 }]);
+    const rows = await query(
+      "select batch, owner_id, stored from ingest_event_batches(array[?]::uuid[], array[?]::uuid[], '{}', '{}', '{}', '{}', '[]', '{}', '{}')",
+      [randomUUID(), userId],
+    );
+    expect(rows).to.deep.equal([{ batch: 1, owner_id: userId, stored: 0 }]);
   });
 });

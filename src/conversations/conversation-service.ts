@@ -15,7 +15,7 @@ import { GroupCommitter, type GroupCommitOptions } from './group-commit.ts';
 export type Event = components['schemas']['Event'];
 export type EventKind = components['schemas']['EventKind'];
 
-/** The batch as `ingest_events` takes it: parallel arrays, one element per event to store. */
+/** A webhook batch ready to store: parallel arrays, one element per event (deltas aside). */
 interface IncomingBatch {
   conversationId: string;
   ownerId: string;
@@ -31,7 +31,7 @@ interface IncomingBatch {
 /** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more. */
 const MAX_NOTIFICATION_BYTES = 7999;
 
-/** What `ingest_events` answers for one batch: the conversation's owner, and how many events were new. */
+/** What `ingest_event_batches` answers for one batch: the conversation's owner, and how many events were new. */
 interface BatchOutcome {
   owner_id: string;
   stored: number;
@@ -97,7 +97,6 @@ export class ConversationService {
       payloads: [],
       deltas: [],
     };
-    const seen = new Set<string>();
     let droppedDeltas = 0;
     const batchId = randomUUID();
     for (const event of events) {
@@ -107,9 +106,8 @@ export class ConversationService {
         else droppedDeltas++;
         continue;
       }
+      // An id repeated within the batch is dropped with the group's repeats (see appendEvents).
       event.id ??= randomUUID();
-      if (seen.has(event.id)) continue; // repeated within one batch: the first one wins
-      seen.add(event.id);
       batch.eventIds.push(event.id);
       batch.kinds.push(event.kind);
       batch.statuses.push(executionStatusAfter(event));
@@ -124,37 +122,48 @@ export class ConversationService {
   }
 
   /**
-   * The webhook's whole write for a group of batches: one statement, one round trip, its own
-   * transaction (see Migration20261123060000_group_commit), one outcome per batch in the order
-   * given. The batches are passed ordered by conversation (stable, so each conversation's batches
-   * keep their order): concurrent groups then lock conversations in the same order. It runs on a
-   * connection of MikroORM's pool but straight through the driver: on this path the query builder
-   * costs a third of the CPU time.
+   * The webhook's whole write for a group of batches: one call of `ingest_event_batches` (see
+   * Migration20261123070000_set_based_ingest), one round trip, its own transaction, one outcome per
+   * batch in the order given. The batches go ordered by conversation (stable, so each conversation's
+   * batches keep their order): concurrent groups then lock conversations in the same order. An event
+   * id repeated for one conversation and caller within the group (within one batch, or a redelivery
+   * racing the first delivery) goes only with its first occurrence, which is what storing the
+   * batches one by one would have kept: the one place where repeats are dropped. It runs on a connection of MikroORM's pool but straight through the driver: on this
+   * path the query builder costs a third of the CPU time.
    */
   private async appendEvents(batches: IncomingBatch[]): Promise<BatchOutcome[]> {
     const order = batches.map((_, i) => i);
     order.sort((a, b) => compare(batches[a]!.conversationId, batches[b]!.conversationId));
     const conversations: string[] = [];
     const owners: string[] = [];
-    const eventCounts: number[] = [];
-    const deltaCounts: number[] = [];
+    const eventBatches: number[] = [];
     const eventIds: string[] = [];
     const kinds: string[] = [];
     const statuses: (string | null)[] = [];
     const payloads: string[] = [];
+    const deltaBatches: number[] = [];
     const deltas: string[] = [];
-    for (const i of order) {
+    const seen = new Set<string>();
+    order.forEach((i, position) => {
       const batch = batches[i]!;
+      const number = position + 1;
       conversations.push(batch.conversationId);
       owners.push(batch.ownerId);
-      eventCounts.push(batch.eventIds.length);
-      deltaCounts.push(batch.deltas.length);
-      eventIds.push(...batch.eventIds);
-      kinds.push(...batch.kinds);
-      statuses.push(...batch.statuses);
-      payloads.push(...batch.payloads);
-      deltas.push(...batch.deltas);
-    }
+      batch.eventIds.forEach((eventId, k) => {
+        const key = `${batch.conversationId} ${batch.ownerId} ${eventId}`;
+        if (seen.has(key)) return;
+        seen.add(key);
+        eventBatches.push(number);
+        eventIds.push(eventId);
+        kinds.push(batch.kinds[k]!);
+        statuses.push(batch.statuses[k]!);
+        payloads.push(batch.payloads[k]!);
+      });
+      for (const delta of batch.deltas) {
+        deltaBatches.push(number);
+        deltas.push(delta);
+      }
+    });
     const client = this.em.getConnection().getKnex().client;
     const connection = await client.acquireConnection();
     let rows: (BatchOutcome & { batch: number })[];
@@ -162,7 +171,8 @@ export class ConversationService {
       const result = await connection.query({
         name: 'ingest_event_batches',
         text: 'select batch, owner_id, stored from ingest_event_batches($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-        values: [conversations, owners, eventCounts, eventIds, kinds, statuses, payloads, deltaCounts, deltas],
+        // The payloads as one JSON array: the stored texts joined, nothing escaped.
+        values: [conversations, owners, eventBatches, eventIds, kinds, statuses, `[${payloads.join(',')}]`, deltaBatches, deltas],
       });
       rows = result.rows;
     } finally {

@@ -15,7 +15,7 @@ export class Conversation {
 /**
  * One stored event, exactly as received (with schema defaults applied). `payload` is a `json`
  * column (text kept verbatim, see Migration20261122015000_lossless_payloads); events are written by
- * `ingest_events` and read back as text, never through this entity's JSON mapping.
+ * `ingest_event_batches` and read back as text, never through this entity's JSON mapping.
  */
 export class ConversationEvent {
   conversation!: Conversation;

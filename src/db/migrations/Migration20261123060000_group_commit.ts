@@ -1,5 +1,38 @@
 import { Migration } from '@mikro-orm/migrations';
 
+/** This version of `ingest_event_batches`; Migration20261123070000_set_based_ingest's `down` restores it. */
+export const INGEST_EVENT_BATCHES_SQL = `
+create function ingest_event_batches(
+  conversations uuid[], owners uuid[], event_counts integer[], event_ids text[], kinds text[],
+  statuses text[], payloads text[], delta_counts integer[], deltas text[])
+returns table (batch integer, owner_id uuid, stored integer)
+language plpgsql as $$
+declare
+  first_event integer := 1;
+  last_event integer;
+  first_delta integer := 1;
+  last_delta integer;
+  outcome record;
+begin
+  for i in 1 .. coalesce(array_length(conversations, 1), 0) loop
+    last_event := first_event + event_counts[i] - 1;
+    last_delta := first_delta + delta_counts[i] - 1;
+    select * into outcome from ingest_events(
+      conversations[i], owners[i],
+      coalesce(event_ids[first_event:last_event], '{}'), coalesce(kinds[first_event:last_event], '{}'),
+      coalesce(statuses[first_event:last_event], '{}'), coalesce(payloads[first_event:last_event], '{}'),
+      coalesce(deltas[first_delta:last_delta], '{}'));
+    batch := i;
+    owner_id := outcome.owner_id;
+    stored := outcome.stored;
+    return next;
+    first_event := last_event + 1;
+    first_delta := last_delta + 1;
+  end loop;
+end
+$$;
+`;
+
 /**
  * Group commit for the webhook: `ingest_event_batches` stores several webhook batches in one
  * statement, hence one transaction and one commit (one WAL flush, one turn at the NOTIFY commit
@@ -22,35 +55,7 @@ import { Migration } from '@mikro-orm/migrations';
 export class Migration20261123060000_group_commit extends Migration {
   override async up(): Promise<void> {
     this.addSql(`
-      create function ingest_event_batches(
-        conversations uuid[], owners uuid[], event_counts integer[], event_ids text[], kinds text[],
-        statuses text[], payloads text[], delta_counts integer[], deltas text[])
-      returns table (batch integer, owner_id uuid, stored integer)
-      language plpgsql as $$
-      declare
-        first_event integer := 1;
-        last_event integer;
-        first_delta integer := 1;
-        last_delta integer;
-        outcome record;
-      begin
-        for i in 1 .. coalesce(array_length(conversations, 1), 0) loop
-          last_event := first_event + event_counts[i] - 1;
-          last_delta := first_delta + delta_counts[i] - 1;
-          select * into outcome from ingest_events(
-            conversations[i], owners[i],
-            coalesce(event_ids[first_event:last_event], '{}'), coalesce(kinds[first_event:last_event], '{}'),
-            coalesce(statuses[first_event:last_event], '{}'), coalesce(payloads[first_event:last_event], '{}'),
-            coalesce(deltas[first_delta:last_delta], '{}'));
-          batch := i;
-          owner_id := outcome.owner_id;
-          stored := outcome.stored;
-          return next;
-          first_event := last_event + 1;
-          first_delta := last_delta + 1;
-        end loop;
-      end
-      $$;
+      ${INGEST_EVENT_BATCHES_SQL}
     `);
   }
 
