@@ -10,6 +10,10 @@
  * The kit lives in `../shared/bench` unless BENCH_KIT says otherwise; its knobs (BENCH_SECONDS,
  * BENCH_BATCHES, BENCH_CONNECTIONS, BENCH_CONCURRENCY, BENCH_SELFTEST) pass through. The server runs
  * with the environment's settings (INGEST_*, DB_POOL_SIZE, …) and LOG_LEVEL=warn.
+ *
+ * Then, on the same server, the open-loop check of the issue: BENCH_OPEN_LOOP_RUNS (3) runs of the
+ * kit's paced load at BENCH_OPEN_LOOP_RATE requests/s (1000; 0 skips it) of batch 5, each warmed by
+ * 3 s of the same load, reporting served rate, p50, p99 and anything but a 2xx.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -35,6 +39,25 @@ async function waitForReady(url: string): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('the server did not become ready');
+}
+
+interface OpenLoopRun {
+  requests_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  non2xx: number;
+  errors: number;
+}
+
+/** One paced run of the kit's load generator (open loop: latency counts from the planned send time). */
+async function runOpenLoop(serverUrl: string, sessionKey: string, rate: number, seconds: string): Promise<OpenLoopRun> {
+  const args = [path.join(KIT, 'load.mjs'), serverUrl, sessionKey, '--rate', String(rate), '--batch', '5', '--seconds', seconds, '--warmup', '3'];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`load.mjs --rate exited with ${code}`);
+  return JSON.parse(output.trim().split('\n').at(-1)!) as OpenLoopRun;
 }
 
 /** Runs the kit; its progress goes to our standard error, its table comes back. */
@@ -89,10 +112,17 @@ async function main(): Promise<void> {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const started = new Date();
+  const openLoopRate = Number(process.env.BENCH_OPEN_LOOP_RATE ?? 1000);
+  const openLoopRuns = Number(process.env.BENCH_OPEN_LOOP_RUNS ?? 3);
   let result: { table: string; notes: string[] };
+  const openLoop: OpenLoopRun[] = [];
   try {
     await waitForReady(url);
     result = await runKit(database.url, url, sessionKey);
+    for (let run = 0; openLoopRate > 0 && run < openLoopRuns; run++) {
+      process.stderr.write(`open loop ${run + 1}/${openLoopRuns}: ${openLoopRate} req/s of batch 5\n`);
+      openLoop.push(await runOpenLoop(url, sessionKey, openLoopRate, process.env.BENCH_SECONDS ?? '10'));
+    }
   } finally {
     server.kill('SIGTERM');
     await new Promise((resolve) => server.once('exit', resolve));
@@ -115,6 +145,13 @@ async function main(): Promise<void> {
   for (const note of result.notes) console.log(`${note}.`);
   console.log(`\n${table}\n`);
   for (const line of (ratios ?? '').trim().split('\n').filter(Boolean)) console.log(`- ${line}`);
+  if (openLoop.length === 0) return;
+  console.log(`\nOpen loop, ${openLoopRate} requests/s of batch 5 (the kit's \`load.mjs --rate\`, 3 s warm-up each), same server:\n`);
+  console.log('| run | served req/s | p50 ms | p99 ms | non2xx | errors |');
+  console.log('|-----|--------------|--------|--------|--------|--------|');
+  openLoop.forEach((run, index) =>
+    console.log(`| ${index + 1} | ${run.requests_per_s} | ${run.p50_ms} | ${run.p99_ms} | ${run.non2xx} | ${run.errors} |`),
+  );
 }
 
 main().catch((error: unknown) => {
