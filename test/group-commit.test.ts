@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { ConversationService, type Event } from '../src/conversations/conversation-service.ts';
+import { ConversationService, jsonArrayBytes, type Event } from '../src/conversations/conversation-service.ts';
 import { GroupCommitter } from '../src/conversations/group-commit.ts';
 import { ForbiddenError } from '../src/errors.ts';
 import type { Principal } from '../src/identity/authenticator.ts';
@@ -236,6 +236,55 @@ describe('webhook group commit', () => {
       expect(oneByOne.fresh.conversation).to.deep.equal([{ owner_id: stranger.userId, event_count: 4, execution_status: 'paused' }]);
       expect(grouped.transactions).to.equal(1);
       expect({ ...grouped, transactions: undefined }).to.deep.equal({ ...oneByOne, transactions: undefined });
+    });
+  });
+
+  describe('payloads of a large group', () => {
+    /** A MessageEvent whose text is `chars` characters long, some of them two-byte (and one astral). */
+    const messageOf = (chars: number, n: number) =>
+      minimalEvent('MessageEvent', {
+        id: randomUUID(),
+        llm_message: { role: 'agent', content: [{ type: 'text', text: `#${n} é中😀 ${'x'.repeat(chars)}` }] },
+      });
+
+    it('jsonArrayBytes writes `[` + the texts joined by commas + `]` as UTF-8, in pieces or not', () => {
+      const texts = Array.from({ length: 300 }, (_, n) => JSON.stringify(messageOf(n * 17, n)));
+      for (const count of [0, 1, 2, 40, 300]) {
+        const some = texts.slice(0, count);
+        expect(jsonArrayBytes(some).toString('utf8'), `${count} texts`).to.equal(`[${some.join(',')}]`);
+      }
+      // One text longer than a piece goes alone; what follows starts a new piece.
+      const long = [JSON.stringify(messageOf(200_000, 0)), texts[1]!, JSON.stringify(messageOf(70_000, 2)), texts[3]!];
+      expect(jsonArrayBytes(long).toString('utf8')).to.equal(`[${long.join(',')}]`);
+    });
+
+    it('stores a group of large batches byte for byte (the payloads travel in several pieces)', async () => {
+      const owner = await createUserFixture();
+      const service = new ConversationService(testDatabase().orm.em, createLogger('silent'), { maxInFlight: 1, maxBatches: 16, maxEvents: 1000 });
+      const principal: Principal = {
+        userId: owner.userId,
+        email: owner.email,
+        isSuperAdmin: false,
+        credentialId: randomUUID(),
+        credentialKind: 'session_api_key',
+      };
+      const conversations = [randomUUID(), randomUUID(), randomUUID()];
+      const batches = conversations.map((_, b) => Array.from({ length: 100 }, (_, n) => messageOf(900 + n, b * 100 + n)));
+      const outcomes = await Promise.all(
+        batches.map((events, b) => service.ingest(principal, conversations[b]!, structuredClone(events) as Event[])),
+      );
+      expect(outcomes.map((o) => o.stored)).to.deep.equal([100, 100, 100]);
+      expect(service.ingestion.stats.largestGroup, 'the batches went together').to.be.greaterThan(1);
+      const rows = await testDatabase()
+        .orm.em.getConnection()
+        .execute<{ conversation_id: string; seq: number; payload: string }[]>(
+          'select conversation_id, seq, payload::text as payload from conversation_events order by conversation_id, seq',
+        );
+      const expected = conversations
+        .map((conversationId, b) => batches[b]!.map((event, n) => ({ conversation_id: conversationId, seq: n + 1, payload: JSON.stringify(event) })))
+        .flat()
+        .sort((x, y) => (x.conversation_id < y.conversation_id ? -1 : x.conversation_id > y.conversation_id ? 1 : x.seq - y.seq));
+      expect(rows).to.deep.equal(expected);
     });
   });
 

@@ -63,6 +63,37 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
   }
 }
 
+/**
+ * V8 allocates a string over 128 KiB (64 Ki characters, when any of them needs two bytes) in its
+ * large-object space, on freshly mapped pages: measured here, ten times the cost per byte of a
+ * smaller one. Pieces of at most this many characters stay clear of it.
+ */
+const MAX_PIECE_CHARS = 60_000;
+
+/**
+ * `[` + the JSON texts joined by commas + `]`, as UTF-8: the group's payloads as one `json`
+ * parameter, nothing escaped (a Buffer goes in binary format, which for `json` is that same text).
+ * Encoded piece by piece rather than as one joined string: a group of five 100-event batches took
+ * 8 ms as one string, 0.6 ms in pieces; and a string held for the whole round trip outlived
+ * young-generation collections (twice the GC time per request at batch 5).
+ */
+export function jsonArrayBytes(texts: string[]): Buffer {
+  if (texts.length === 0) return Buffer.from('[]');
+  const pieces: Buffer[] = [];
+  let from = 0;
+  let chars = 0;
+  for (let i = 0; i < texts.length; i++) {
+    chars += texts[i]!.length + 1;
+    const last = i === texts.length - 1;
+    if (last || chars + texts[i + 1]!.length + 1 > MAX_PIECE_CHARS) {
+      pieces.push(Buffer.from(`${from === 0 ? '[' : ','}${texts.slice(from, i + 1).join(',')}${last ? ']' : ''}`));
+      from = i + 1;
+      chars = 0;
+    }
+  }
+  return pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
+}
+
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -128,8 +159,9 @@ export class ConversationService {
    * batches keep their order): concurrent groups then lock conversations in the same order. An event
    * id repeated for one conversation and caller within the group (within one batch, or a redelivery
    * racing the first delivery) goes only with its first occurrence, which is what storing the
-   * batches one by one would have kept: the one place where repeats are dropped. It runs on a connection of MikroORM's pool but straight through the driver: on this
-   * path the query builder costs a third of the CPU time.
+   * batches one by one would have kept: the one place where repeats are dropped. It runs on a
+   * connection of MikroORM's pool but straight through the driver: on this path the query builder
+   * costs a third of the CPU time.
    */
   private async appendEvents(batches: IncomingBatch[]): Promise<BatchOutcome[]> {
     const order = batches.map((_, i) => i);
@@ -171,11 +203,7 @@ export class ConversationService {
       const result = await connection.query({
         name: 'ingest_event_batches',
         text: 'select batch, owner_id, stored from ingest_event_batches($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-        // The payloads as one JSON array: the stored texts joined, nothing escaped. Sent as its UTF-8
-        // bytes (a Buffer goes in binary format, which for `json` is that same text): held as a string
-        // for the whole round trip, the group's largest allocation outlived young-generation
-        // collections and doubled the server's GC time per request.
-        values: [conversations, owners, eventBatches, eventIds, kinds, statuses, Buffer.from(`[${payloads.join(',')}]`), deltaBatches, deltas],
+        values: [conversations, owners, eventBatches, eventIds, kinds, statuses, jsonArrayBytes(payloads), deltaBatches, deltas],
       });
       rows = result.rows;
     } finally {
