@@ -129,6 +129,15 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
       // Both copies: openapi-backend validates `request`, handlers read `c.request`.
       request.body = body?.value;
       c.request.requestBody = request.body;
+      // Read when called: validation, which comes next, copies the request (its `coerced`), and the
+      // handler's `c.request` is parsed again from that copy.
+      ctx.state.releaseBody = () => {
+        request.body = undefined;
+        c.request.body = undefined;
+        c.request.requestBody = undefined;
+        if (c.validation?.coerced) c.validation.coerced.body = undefined;
+        ctx.state.rawBody = undefined;
+      };
     },
     notFound(_c: OperationContext, ctx: KoaContext) {
       throw new HttpError(404, `No route for ${ctx.method} ${ctx.path}`);

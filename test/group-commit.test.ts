@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { expect } from 'chai';
-import { ConversationService, jsonArrayBytes, type Event } from '../src/conversations/conversation-service.ts';
+import pg from 'pg';
+import { ConversationService, jsonArray, type Event } from '../src/conversations/conversation-service.ts';
 import { GroupCommitter } from '../src/conversations/group-commit.ts';
 import { ForbiddenError } from '../src/errors.ts';
 import type { Principal } from '../src/identity/authenticator.ts';
@@ -247,18 +250,17 @@ describe('webhook group commit', () => {
         llm_message: { role: 'agent', content: [{ type: 'text', text: `#${n} é中😀 ${'x'.repeat(chars)}` }] },
       });
 
-    it('jsonArrayBytes writes `[` + the texts joined by commas + `]` as UTF-8, in pieces or not', () => {
+    it('jsonArray writes `[` + the payloads joined by commas + `]`', () => {
       const texts = Array.from({ length: 300 }, (_, n) => JSON.stringify(messageOf(n * 17, n)));
       for (const count of [0, 1, 2, 40, 300]) {
         const some = texts.slice(0, count);
-        expect(jsonArrayBytes(some).toString('utf8'), `${count} texts`).to.equal(`[${some.join(',')}]`);
+        expect(jsonArray(some.map((text) => Buffer.from(text))).toString('utf8'), `${count} texts`).to.equal(`[${some.join(',')}]`);
       }
-      // One text longer than a piece goes alone; what follows starts a new piece.
-      const long = [JSON.stringify(messageOf(200_000, 0)), texts[1]!, JSON.stringify(messageOf(70_000, 2)), texts[3]!];
-      expect(jsonArrayBytes(long).toString('utf8')).to.equal(`[${long.join(',')}]`);
+      const long = [JSON.stringify(messageOf(200_000, 0)), texts[1]!, JSON.stringify(messageOf(70_000, 2))];
+      expect(jsonArray(long.map((text) => Buffer.from(text))).toString('utf8')).to.equal(`[${long.join(',')}]`);
     });
 
-    it('stores a group of large batches byte for byte (the payloads travel in several pieces)', async () => {
+    it('stores a group of large batches byte for byte', async () => {
       const owner = await createUserFixture();
       const service = new ConversationService(testDatabase().orm.em, createLogger('silent'), { maxInFlight: 1, maxBatches: 16, maxEvents: 1000 });
       const principal: Principal = {
@@ -285,6 +287,83 @@ describe('webhook group commit', () => {
         .flat()
         .sort((x, y) => (x.conversation_id < y.conversation_id ? -1 : x.conversation_id > y.conversation_id ? 1 : x.seq - y.seq));
       expect(rows).to.deep.equal(expected);
+    });
+  });
+
+  describe('a batch waiting for its commit', () => {
+    let client: TestApp;
+    before(async () => {
+      client = await createTestApp();
+    });
+
+    it('holds no more of the JS heap than a small part of its body (the parsed body is let go of)', async function () {
+      this.timeout(60_000);
+      v8.setFlagsFromString('--expose-gc');
+      const gc = vm.runInNewContext('gc') as () => void;
+      const owner = await createUserFixture();
+      const conversationId = randomUUID();
+      const post = (body: string) =>
+        client.request
+          .post(`/api/v1/webhooks/events/${conversationId}`)
+          .set('X-Session-API-Key', owner.sessionApiKey)
+          .set('Content-Type', 'application/json')
+          .send(body);
+      const first = await post(JSON.stringify([minimalEvent('MessageEvent')]));
+      expect(first.status, JSON.stringify(first.body)).to.equal(200);
+
+      // Another transaction holds the conversation's row: the batches below wait for their commit.
+      const blocker = new pg.Client({ connectionString: testDatabase().url });
+      await blocker.connect();
+      try {
+        await blocker.query('begin');
+        await blocker.query('select 1 from conversations where id = $1 for update', [conversationId]);
+        // Each body carries one 1 MB text; the bodies are on the heap before it is measured.
+        const batches = 8;
+        const textChars = 1_000_000;
+        const bodies = Array.from({ length: batches }, (_, n) =>
+          JSON.stringify([minimalEvent('MessageEvent', {
+            llm_message: { role: 'assistant', content: [{ type: 'text', text: `${n}`.padEnd(textChars, 'x') }] },
+          })]),
+        );
+        gc();
+        const before = process.memoryUsage().heapUsed;
+        const answered: number[] = [];
+        const pending = bodies.map((body) =>
+          post(body).then((response) => {
+            answered.push(response.status);
+            return response.status;
+          }),
+        );
+        // Every request read, parsed and waiting: the first in the database, on the row lock. (Asked
+        // outside the blocking transaction, whose view of pg_stat_activity stays the one it first read.)
+        const waiting = async () =>
+          (
+            await testDatabase()
+              .orm.em.getConnection()
+              .execute<{ n: number }[]>(
+                `select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%ingest_event_batches(%'`,
+              )
+          )[0]!.n;
+        for (let tries = 0; (await waiting()) === 0; tries++) {
+          expect(answered, 'answered before the lock was released').to.deep.equal([]);
+          expect(tries, 'a batch waits for the lock').to.be.lessThan(400);
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        gc();
+        const held = process.memoryUsage().heapUsed - before;
+        // Were the parsed events kept, each batch would hold its 1 MB text on the heap, at least.
+        expect(held, `heap held by ${batches} waiting batches`).to.be.lessThan((batches * textChars) / 4);
+        await blocker.query('commit');
+        expect(await Promise.all(pending)).to.deep.equal(Array(batches).fill(200));
+        expect(bodies).to.have.length(batches); // held to here, so that they count before and after
+      } finally {
+        await blocker.end();
+      }
+      const [stored] = await testDatabase()
+        .orm.em.getConnection()
+        .execute<{ count: number }[]>('select count(*)::int as count from conversation_events where conversation_id = ?', [conversationId]);
+      expect(stored?.count).to.equal(1 + 8);
     });
   });
 

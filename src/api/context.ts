@@ -5,12 +5,14 @@ import { UnauthenticatedError } from '../errors.ts';
 
 /**
  * Koa's per-request state holds the exact bytes of a JSON body, for operations that verify a
- * signature over them, and what the access log and metrics say about the request. Nothing else
- * lives there: each service call is its own unit of work and forks its own EntityManager, and the
- * caller comes from the operation's security results.
+ * signature over them, the means to let go of the body, and what the access log and metrics say
+ * about the request. Nothing else lives there: each service call is its own unit of work and forks
+ * its own EntityManager, and the caller comes from the operation's security results.
  */
 export interface RequestState {
   rawBody?: Buffer;
+  /** Lets go of the body wherever this request holds it (see `releaseRequestBody`). */
+  releaseBody?: () => void;
   /** The spec's operationId, once the request matched one. */
   operationId?: string;
   /** The authenticated caller's user id (never a credential), for the access log. */
@@ -48,6 +50,16 @@ export function callerIdOf(operation: OperationContext): string | undefined {
 export function respond<T>(ctx: KoaContext, status: number, body: T): void {
   ctx.status = status;
   ctx.body = body;
+}
+
+/**
+ * Lets go of the request body, raw and parsed, wherever this request holds it (our request object,
+ * openapi-backend's parsed and coerced copies of it, the raw bytes), for a handler that has taken
+ * what it needs and then waits: the webhook, for its group's commit. Otherwise every young-generation
+ * collection during the wait copies the parsed events of every batch waiting.
+ */
+export function releaseRequestBody(ctx: KoaContext): void {
+  ctx.state.releaseBody?.();
 }
 
 /** The request body exactly as received (for signature verification); empty when there was none. */

@@ -1,7 +1,7 @@
 import type { components, operations } from '../../../generated/openapi.ts';
 import type { ConversationService, Event } from '../../conversations/conversation-service.ts';
 import type { ConversationInfo, ConversationInfoService } from '../../conversations/conversation-info-service.ts';
-import { principalOf, respond, type OperationHandlers } from '../context.ts';
+import { principalOf, releaseRequestBody, respond, type OperationHandlers } from '../context.ts';
 
 type PathParams = operations['ingestEvents']['parameters']['path'];
 
@@ -15,15 +15,18 @@ export function webhookHandlers(
   observeIngest?: IngestObserver,
 ): OperationHandlers {
   return {
-    async ingestEvents(operation, ctx) {
+    ingestEvents(operation, ctx) {
       const { conversation_id } = operation.request.params as PathParams;
       const events = operation.request.requestBody as Event[];
-      const result = await conversations.ingest(principalOf(operation), conversation_id, events);
-      observeIngest?.(
-        events.map((event) => event.kind),
-        result,
-      );
-      respond<components['schemas']['Success']>(ctx, 200, { success: true });
+      const kinds = events.map((event) => event.kind);
+      const ingested = conversations.ingest(principalOf(operation), conversation_id, events);
+      // The batch took what it stores; it now waits for its group's commit without the parsed body
+      // (nor this function's frame: an async function's would keep `events` until it returns).
+      releaseRequestBody(ctx);
+      return ingested.then((result) => {
+        observeIngest?.(kinds, result);
+        respond<components['schemas']['Success']>(ctx, 200, { success: true });
+      });
     },
     async receiveConversationInfo(operation, ctx) {
       const info = operation.request.requestBody as ConversationInfo;
