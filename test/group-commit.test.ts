@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { ConversationService, jsonArray, type Event } from '../src/conversations/conversation-service.ts';
 import { GroupCommitter } from '../src/conversations/group-commit.ts';
+import { isDatabaseUnavailable } from '../src/db/errors.ts';
 import { ForbiddenError } from '../src/errors.ts';
 import type { Principal } from '../src/identity/authenticator.ts';
 import { createLogger } from '../src/logger.ts';
@@ -413,6 +414,24 @@ describe('webhook group commit', () => {
       ]);
       expect(calls).to.deep.equal([[0, 1, 2, 3], [0], [1], [2], [3]]);
       expect(committer.stats).to.include({ batches: 4, transactions: 5, retriedGroups: 1 });
+    });
+
+    it('fails the whole group at once for an error no batch caused (the database unavailable)', async () => {
+      const calls: number[][] = [];
+      const unavailable = Object.assign(new Error('Query read timeout'), { code: '57014' });
+      const committer = new GroupCommitter<number, string>(
+        async (batches) => {
+          calls.push(batches);
+          await settle();
+          throw unavailable;
+        },
+        { maxInFlight: 1, maxBatches: 10, maxEvents: 100 },
+        isDatabaseUnavailable,
+      );
+      const outcomes = await Promise.allSettled([0, 1, 2, 3].map((b) => committer.submit(b, 1)));
+      expect(outcomes.map((o) => (o.status === 'rejected' ? o.reason : o.value))).to.deep.equal([unavailable, unavailable, unavailable, unavailable]);
+      expect(calls, 'one attempt, not one more per batch').to.deep.equal([[0, 1, 2, 3]]);
+      expect(committer.stats).to.include({ batches: 4, transactions: 1, retriedGroups: 0 });
     });
 
     it('runs at most maxInFlight transactions at once', async () => {

@@ -4,6 +4,7 @@ import type { components } from '../../generated/openapi.ts';
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors.ts';
 import type { Principal } from '../identity/authenticator.ts';
 import type { Logger } from '../logger.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import { canonicalUuid, UUID_PATTERN } from '../uuid.ts';
 import { stringifyJson } from '../lossless-json.ts';
 import { Conversation } from './entities.ts';
@@ -100,7 +101,8 @@ export class ConversationService {
     /** The bounds of the group commit (`config.ingestGroup`: the INGEST_* settings). */
     groupCommit: GroupCommitOptions,
   ) {
-    this.ingestion = new GroupCommitter((batches) => this.appendEvents(batches), groupCommit);
+    // A database that cannot serve us fails every batch alike: no retrying them one by one.
+    this.ingestion = new GroupCommitter((batches) => this.appendEvents(batches), groupCommit, isDatabaseUnavailable);
   }
 
   /**

@@ -6,7 +6,9 @@
  *   failed): acknowledging still means durable.
  * - One batch never fails another: outcomes are per batch (the store returns one per batch, e.g.
  *   "owned by someone else, nothing written"); if the group's statement fails as a whole, each of
- *   its batches is retried alone, in arrival order, so only a batch that fails alone fails.
+ *   its batches is retried alone, in arrival order, so only a batch that fails alone fails. Except
+ *   for an error no batch can have caused (the database unavailable, `failsEveryBatch`): that one
+ *   fails the whole group at once, rather than once per batch, each after its own timeout.
  * - Batches leave the queue in arrival order, so batches of one conversation are stored in the
  *   order they arrived within a group and from one group to the next.
  * - Groups are bounded in batches and in events. While a transaction is in flight, the next group
@@ -59,6 +61,8 @@ export class GroupCommitter<B, O> {
   constructor(
     private readonly store: StoreBatches<B, O>,
     private readonly options: GroupCommitOptions,
+    /** Whether an error of the group's store would fail each of its batches alone just the same. */
+    private readonly failsEveryBatch: (error: unknown) => boolean = () => false,
   ) {}
 
   /** Stores `batch` (`events` long, for the group bound); settles once its transaction has. */
@@ -123,8 +127,8 @@ export class GroupCommitter<B, O> {
     try {
       outcomes = await this.store(group.map((pending) => pending.batch));
     } catch (error) {
-      if (group.length === 1) {
-        group[0]!.reject(error);
+      if (group.length === 1 || this.failsEveryBatch(error)) {
+        for (const pending of group) pending.reject(error);
         return;
       }
       // Whatever failed, it must fail only the batch that caused it: each batch again, alone.
