@@ -114,8 +114,13 @@ export class ConversationService {
    * of the parsed events while the batch waits for its transaction (the webhook handler does).
    */
   ingest(principal: Principal, conversationId: string, events: Event[]): Promise<{ stored: number; droppedDeltas: number }> {
-    const { batch, droppedDeltas } = this.batchOf(principal, canonicalUuid(conversationId), events);
-    return this.store(principal, batch, events.length, droppedDeltas);
+    // Not async, so that `events` is not kept for the wait; failures still come through the promise.
+    try {
+      const { batch, droppedDeltas } = this.batchOf(principal, canonicalUuid(conversationId), events);
+      return this.store(principal, batch, events.length, droppedDeltas);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   private batchOf(principal: Principal, id: string, events: Event[]): { batch: IncomingBatch; droppedDeltas: number } {
