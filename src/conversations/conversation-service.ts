@@ -117,7 +117,7 @@ export class ConversationService {
     // Not async, so that `events` is not kept for the wait; failures still come through the promise.
     try {
       const { batch, droppedDeltas } = this.batchOf(principal, canonicalUuid(conversationId), events);
-      return this.store(principal, batch, events.length, droppedDeltas);
+      return this.store(batch, events.length, droppedDeltas);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -152,14 +152,9 @@ export class ConversationService {
     return { batch, droppedDeltas };
   }
 
-  private async store(
-    principal: Principal,
-    batch: IncomingBatch,
-    received: number,
-    droppedDeltas: number,
-  ): Promise<{ stored: number; droppedDeltas: number }> {
+  private async store(batch: IncomingBatch, received: number, droppedDeltas: number): Promise<{ stored: number; droppedDeltas: number }> {
     const result = await this.ingestion.submit(batch, batch.eventIds.length + batch.deltas.length);
-    if (result.owner_id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
+    if (result.owner_id !== batch.ownerId) throw new ForbiddenError('This conversation belongs to another user');
     const { stored } = result;
     this.log.debug({ conversationId: batch.conversationId, received, stored, droppedDeltas }, 'events ingested');
     return { stored, droppedDeltas };
