@@ -218,8 +218,10 @@ export interface paths {
          *     - `error`: the last event before the server ends the stream: `{reason, detail,
          *       last_event_id}`, where `reason` is `slow_consumer` (the client did not keep up: its
          *       buffer, `LIVE_STREAM_BUFFER_BYTES`, stayed full for `LIVE_STREAM_STALL_MS`, or as many
-         *       bytes of deltas and status changes queued up behind it), `server_shutdown` or
-         *       `read_failed`. Reconnect with `Last-Event-ID` to resume.
+         *       bytes of deltas and status changes queued up behind it), `server_shutdown`,
+         *       `read_failed` (reconnect with `Last-Event-ID` to resume) or `credential_revoked` (the
+         *       stream's key was revoked or expired, or its user suspended: checked every
+         *       `LIVE_STREAM_CREDENTIAL_CHECK_MS`; reconnecting gets 401).
          *     - Comment lines (`: heartbeat`) every `LIVE_STREAM_HEARTBEAT_MS` keep idle connections
          *       open through proxies.
          *
