@@ -847,7 +847,8 @@ export interface paths {
          * Issue a key to a user
          * @description Issues an access token or a session API key to a user (their first, typically); the secret
          *     is in this response only. Unknown user → 404; a suspended user → 409; more than 100 active
-         *     keys → 409. Appends `key.created` (never the secret) to the audit log.
+         *     keys → 409. As with `POST /api/keys`, an expiring access token cannot issue a key that
+         *     outlives it (422). Appends `key.created` (never the secret) to the audit log.
          */
         post: operations["createUserKey"];
         delete?: never;

@@ -289,10 +289,16 @@ describe('administration over HTTP', function () {
       const me = await as(key.body.secret).get('/api/me').expect(200);
       expect(me.body.email).to.equal('grace@acme.example');
       await as(admin.accessToken).post(`/api/admin/users/${randomUUID()}/keys`, { kind: 'access_token', name: 'x' }).expect(404);
+      // An expiring admin token cannot issue a key that outlives it, to anyone.
+      const expiring = await newKey(admin.accessToken, { kind: 'access_token', name: 'short', expires_in_days: 1 });
+      await as(expiring.body.secret).post(`/api/admin/users/${created.body.user_id}/keys`, { kind: 'access_token', name: 'y' }).expect(422);
       await as(admin.accessToken).post(`/api/admin/users/${member.userId}/suspend`).expect(200);
       await as(admin.accessToken).post(`/api/admin/users/${member.userId}/keys`, { kind: 'access_token', name: 'x' }).expect(409);
       const keyRows = (await auditRows()).filter((r) => r.action === 'key.created');
-      expect(keyRows.map((r) => [r.actor, r.summary.user_id])).to.deep.equal([[admin.userId, created.body.user_id]]);
+      expect(keyRows.map((r) => [r.actor, r.summary.user_id])).to.deep.equal([
+        [admin.userId, created.body.user_id],
+        [admin.userId, admin.userId],
+      ]);
     });
 
     it('suspend: every credential is refused (REST, webhook: nothing stored); the data stays; resume restores them', async () => {

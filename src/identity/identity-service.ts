@@ -116,8 +116,8 @@ export class IdentityService {
   }
 
   /**
-   * Issues a new key to a user who is not suspended. `ceiling`: the expiry of the key asking for it
-   * (`POST /api/keys`), which the new key may not outlive.
+   * Issues a new key to a user who is not suspended. `ceiling`: the expiry of the key asking for it,
+   * which the new key may not outlive.
    */
   async issueKey(actor: AuditActor, ref: UserRef, request: KeyRequest, ceiling?: Date | null): Promise<IssuedKey> {
     if (ceiling) {

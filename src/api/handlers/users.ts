@@ -25,10 +25,12 @@ export function userHandlers(identity: IdentityService): OperationHandlers {
     async createUserKey(operation, ctx) {
       const { user_id } = operation.request.params as UserPath;
       const body = operation.request.requestBody as Schemas['KeyCreate'];
+      const principal = principalOf(operation);
       const issued = await identity.issueKey(
-        principalOf(operation).userId,
+        principal.userId,
         { userId: user_id.toLowerCase() },
         { kind: body.kind, name: body.name, expiresInDays: body.expires_in_days },
+        principal.credentialExpiresAt,
       );
       respond<Schemas['CreatedKey']>(ctx, 201, toCreatedKeyView(issued));
     },
