@@ -501,6 +501,7 @@ describe('suspension and revocation with a credential cache and open live stream
     expect(last.event).to.equal('error');
     expect(JSON.parse(last.data)).to.include({ reason: 'credential_revoked' });
     expect(endedAfter).to.be.below(CACHE_TTL_MS + 1_000);
+    console.log(`      live stream of the suspended user ended ${endedAfter} ms after the suspension (check every ${CHECK_MS} ms)`);
 
     // Deliveries: maybe still accepted from the cache, refused once the TTL has passed.
     await new Promise((r) => setTimeout(r, CACHE_TTL_MS + 50));

@@ -21,11 +21,7 @@ export interface AuditRecord {
   summary?: Record<string, unknown>;
 }
 
-/**
- * Appends one audit row inside the caller's transaction (`em` is the EntityManager that
- * `em.transactional` passed in), so the row commits or rolls back with the change it records.
- * The request id comes from the request being served, if any.
- */
+/** Appends one audit row in the caller's transaction (`em` from `em.transactional`), with the current request's id. */
 export async function recordAudit(em: EntityManager, record: AuditRecord): Promise<void> {
   await em
     .getConnection()

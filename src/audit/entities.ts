@@ -1,4 +1,4 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { BigIntType, EntitySchema } from '@mikro-orm/core';
 
 /** One row of the append-only audit log: who changed what, when, and in which request. */
 export class AuditEntry {
@@ -18,7 +18,7 @@ export const AuditEntrySchema = new EntitySchema<AuditEntry>({
   tableName: 'audit_log',
   properties: {
     // bigint: read as a string, so ids past 2^53 stay exact.
-    id: { type: 'bigint', primary: true, autoincrement: true },
+    id: { type: new BigIntType('string'), primary: true, autoincrement: true },
     occurredAt: { type: 'Date' },
     actor: { type: 'string', length: 320 },
     action: { type: 'string', length: 100 },
