@@ -173,8 +173,8 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boo
   return true;
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const readme = process.argv[2] ?? path.join(ROOT, 'README.md');
+/** `npm run walkthrough [README path]`: prints what the walkthrough printed, then the verdict. */
+async function main(readme: string): Promise<number> {
   const result = await runWalkthrough(extractWalkthrough(fs.readFileSync(readme, 'utf8')));
   process.stdout.write(result.output);
   const ok = result.code === 0 && result.serverExitCode === 0 && !result.leftovers;
@@ -182,5 +182,11 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   if (result.serverExitCode !== 0) console.error(`npm start exited with ${result.serverExitCode} after SIGTERM\n${result.serverLog.slice(-4000)}`);
   if (result.leftovers) console.error(`left running (now killed):\n${result.leftovers}`);
   console.error(`\nwalkthrough ${ok ? 'passed' : 'FAILED'} in ${(result.ms / 1000).toFixed(1)} s`);
-  process.exitCode = ok ? 0 : 1;
+  return ok ? 0 : 1;
+}
+
+// No top-level await: mocha loads the tests that import this file with require(), as it loads the
+// root hooks, so they share one instance of each helper module.
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  void main(process.argv[2] ?? path.join(ROOT, 'README.md')).then((code) => (process.exitCode = code));
 }

@@ -52,7 +52,8 @@ async function main(): Promise<void> {
   // A failed look-up only costs the hint; the server is already serving.
   if (!(await new IdentityService(database.orm.em).hasUsers().catch(() => true))) {
     const command = firstSuperAdminCommand(config);
-    logger.info({ command }, `no user yet; create the first super admin: ${command}`);
+    const where = config.database.kind === 'url' ? " (with this server's DATABASE_URL in the environment)" : '';
+    logger.info({ command }, `no user yet; create the first super admin${where}: ${command}`);
   }
 
   let shuttingDown = false;

@@ -19,10 +19,10 @@ function shellWord(value: string): string {
  * and `EMBEDDED_PG_PORT`, so those that differ from the defaults are part of the command. A
  * `DATABASE_URL` is not repeated (it holds a password): the CLI must run with the same one.
  */
-export function firstSuperAdminCommand(config: Config): string {
+export function firstSuperAdminCommand(config: Pick<Config, 'database'>): string {
   const command = 'npm run admin -- create-user --email admin@example.com --super-admin';
   const database = config.database;
-  if (database.kind === 'url') return `${command}   (with this server's DATABASE_URL)`;
+  if (database.kind === 'url') return command;
   const prefix: string[] = [];
   if (database.dataDir !== path.join(PACKAGE_ROOT, '.data')) prefix.push(`DATA_DIR=${shellWord(database.dataDir)}`);
   if (database.port !== 54329) prefix.push(`EMBEDDED_PG_PORT=${database.port}`);
