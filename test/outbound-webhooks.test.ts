@@ -400,6 +400,8 @@ describe('outbound webhooks', function () {
       const env = {
         ...process.env,
         DATABASE_URL: testDatabase().url,
+        // The key file the test app encrypted the endpoint's secret with.
+        DATA_DIR: testConfig().dataDir,
         LOG_LEVEL: 'info',
         CREDENTIAL_CACHE_TTL_MS: '0',
         OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true',
@@ -425,7 +427,9 @@ describe('outbound webhooks', function () {
       const heldIds = new Set(receiver.requests.map((r) => r.headers['webhook-id']));
       receiver.hang = false;
       await startServerProcess(env);
-      expect(await waitFor(async () => (await messages(id)).length >= 2 && (await messages(id)).every((m) => m.state === 'succeeded'), 30_000)).to.equal(true);
+      const done = await waitFor(async () => (await messages(id)).length >= 2 && (await messages(id)).every((m) => m.state === 'succeeded'), 30_000);
+      const jobs = await testDatabase().orm.em.getConnection().execute(`select state, data, retry_count, expire_seconds, started_on, start_after from pgboss.job`);
+      expect(done, JSON.stringify({ messages: await messages(id), jobs })).to.equal(true);
       const delivered = new Set(receiver.requests.map((r) => r.headers['webhook-id']));
       for (const held of heldIds) expect(delivered.has(held)).to.equal(true);
       expect(receiver.ofType('conversation.events')).to.have.length.greaterThan(0);

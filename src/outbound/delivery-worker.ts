@@ -49,7 +49,7 @@ export class DeliveryWorker {
 
   /** Seconds after which an attempt's job that was not completed (its process died) is handed out again. */
   get expireSeconds(): number {
-    return Math.ceil(this.config.timeoutMs / 1000) + 5;
+    return Math.ceil(this.config.timeoutMs / 1000) + 2;
   }
 
   /** Starts pg-boss on its own small pool (`DATABASE_LISTEN_URL` when set) and the workers. */
@@ -121,9 +121,15 @@ export class DeliveryWorker {
     }
     const body = await this.bodyOf(row);
     const timestamp = Math.floor(Date.now() / 1000);
-    const signatures = [signature(this.box.decrypt(row.secret, ENDPOINT_SECRET_PURPOSE), row.id, timestamp, body)];
-    if (row.previous_secret && row.previous_secret_until && new Date(row.previous_secret_until) > new Date()) {
-      signatures.push(signature(this.box.decrypt(row.previous_secret, ENDPOINT_SECRET_PURPOSE), row.id, timestamp, body));
+    const secrets = [row.secret];
+    if (row.previous_secret && row.previous_secret_until && new Date(row.previous_secret_until) > new Date()) secrets.push(row.previous_secret);
+    let signatures: string[];
+    try {
+      signatures = secrets.map((secret) => signature(this.box.decrypt(secret, ENDPOINT_SECRET_PURPOSE), row.id, timestamp, body));
+    } catch (error) {
+      // A keyring without the key the secret was encrypted with: nothing unsigned ever leaves.
+      this.log.error({ err: error, endpointId: row.endpoint_id }, 'webhook endpoint secret cannot be decrypted');
+      return { statusCode: null, error: 'The endpoint secret cannot be decrypted with the configured keys', responseExcerpt: null, durationMs: 0 };
     }
     const headers = { 'webhook-id': row.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatures.join(' ') };
     return post(url, target, headers, body, this.config.timeoutMs);
