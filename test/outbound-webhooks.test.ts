@@ -355,6 +355,18 @@ describe('outbound webhooks', function () {
       expect(rows[0]!.n).to.equal(20);
     });
 
+    it('sends checkout.completed when a checkout completes (local checkout)', async () => {
+      const { secret } = await createEndpoint({ url: receiver.url, event_types: ['checkout.completed'] });
+      await startWorker(app);
+      const created = await app.request.post('/api/billing/create-checkout-session').set(auth()).send({ amount: 25 }).expect(200);
+      const sessionId = new URL(created.body.redirect_url).pathname.split('/').pop()!;
+      await app.request.post(`/billing/checkout/${sessionId}/confirm`).type('form').send('').expect(303);
+      expect(await waitFor(() => receiver.requests.length === 1, 15_000)).to.equal(true);
+      const body = verify(secret, receiver.requests[0]!) as { type: string; data: Record<string, unknown> };
+      expect(body.type).to.equal('checkout.completed');
+      expect(body.data).to.deep.equal({ session_id: sessionId, amount_usd: 25 });
+    });
+
     it('does not store a message for a rolled-back batch', async () => {
       const { id } = await createEndpoint({ url: receiver.url });
       const other = await createUserFixture();

@@ -14,9 +14,13 @@ import { ENDPOINT_SECRET_PURPOSE } from './webhook-endpoint-service.ts';
 /** A `conversation.events` body larger than this carries the events' ids only. */
 export const MAX_EVENTS_BODY_BYTES = 256 * 1024;
 
-/** What one delivery job names: a message and the number of the attempt it is. */
+/**
+ * What one delivery job names: a message (or, for first attempts, every endpoint's message of one
+ * cause, attempted in parallel) and the number of the attempt it is.
+ */
 interface DeliveryJob {
-  message_id: string;
+  message_id?: string;
+  message_ids?: string[];
   attempt: number;
 }
 
@@ -72,7 +76,10 @@ export class DeliveryWorker {
       DELIVERY_QUEUE,
       { localConcurrency: this.config.concurrency, batchSize: 1, pollingIntervalSeconds: this.config.pollMs / 1000 },
       async (jobs: Job<DeliveryJob>[]) => {
-        for (const job of jobs) await this.deliver(job.data);
+        for (const job of jobs) {
+          const ids = job.data.message_ids ?? [job.data.message_id!];
+          await Promise.all(ids.map((id) => this.deliver({ message_id: id, attempt: job.data.attempt })));
+        }
       },
     );
     this.log.info({ concurrency: this.config.concurrency }, 'webhook delivery worker started');
@@ -85,7 +92,7 @@ export class DeliveryWorker {
   }
 
   /** Makes attempt `job.attempt` of the message unless it was made already (by another instance, or before a crash). */
-  async deliver(job: DeliveryJob): Promise<void> {
+  async deliver(job: { message_id: string; attempt: number }): Promise<void> {
     const knex = this.em.getConnection().getKnex();
     const [row] = (
       await knex.raw(

@@ -13,7 +13,7 @@ import { Migration } from '@mikro-orm/migrations';
  *   became finished, error or stuck;
  * - `credit_ledger` insert (a completed checkout) → `checkout.completed`.
  * Each trigger first probes `webhook_endpoints_owner_idx`: an owner without endpoints costs one
- * index lookup per conversation and transaction. Each message gets a pg-boss job inserted into
+ * index lookup per conversation and transaction. A cause's messages get one pg-boss job inserted into
  * `pgboss.job` (the job table pg-boss documents for inserts from SQL and triggers); pg-boss's schema
  * is installed by `migrate()` right after these migrations.
  */
@@ -64,7 +64,7 @@ export class Migration20261125020000_outbound_webhooks extends Migration {
         primary key (message_id, attempt)
       );
 
-      -- One message per matching endpoint, each with its first delivery job; returns how many.
+      -- One message per matching endpoint and one job for their first attempts; returns how many messages.
       create function webhook_enqueue(p_owner uuid, p_conversation uuid, p_type text, p_data jsonb)
       returns integer language plpgsql as $$
       declare
@@ -78,14 +78,17 @@ export class Migration20261125020000_outbound_webhooks extends Migration {
             and (e.event_types is null or p_type = any (e.event_types))
             and (e.conversation_id is null or e.conversation_id = p_conversation)
           returning id
-        ), jobs as (
+        ), first_attempts as (
+          -- One job for the first attempt of every endpoint's message (made in parallel): one row
+          -- in pg-boss's table per cause, not per endpoint. Retries get a job per message.
           insert into pgboss.job (name, data, retry_limit, retry_delay, expire_seconds, policy)
-          select q.name, jsonb_build_object('message_id', m.id, 'attempt', 1), q.retry_limit, q.retry_delay, q.expire_seconds, q.policy
+          select q.name, jsonb_build_object('message_ids', array_agg(m.id), 'attempt', 1), q.retry_limit, q.retry_delay, q.expire_seconds, q.policy
           from messages m cross join pgboss.queue q
           where q.name = 'webhook-delivery'
-          returning 1
+          group by q.name, q.retry_limit, q.retry_delay, q.expire_seconds, q.policy
+          returning data
         )
-        select count(*) into queued from jobs;
+        select coalesce(sum(jsonb_array_length(data->'message_ids')), 0) into queued from first_attempts;
         return queued;
       end
       $$;
