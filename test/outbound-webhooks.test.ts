@@ -86,6 +86,9 @@ describe('outbound webhooks', function () {
   this.timeout(60_000);
 
   let app: OutboundApp;
+  // Apps with stricter settings, built once (building compiles the contract's validators).
+  let httpsOnly: OutboundApp | undefined;
+  let publicOnly: OutboundApp | undefined;
   let user: UserFixture;
   let receiver: Receiver;
 
@@ -164,7 +167,7 @@ describe('outbound webhooks', function () {
       ['a URL with a fragment', 'https://hooks.example.com/#x'],
     ]) {
       it(`returns 422 for ${label}, storing nothing`, async () => {
-        const strict = await outboundApp({ allowHttp: false });
+        const strict = (httpsOnly ??= await outboundApp({ allowHttp: false }));
         const response = await strict.request.post('/api/v1/webhook-endpoints').set(auth()).send({ url }).expect(422);
         expect(response.body.detail[0].loc).to.deep.equal(['body', 'url']);
         const rows = await testDatabase().orm.em.getConnection().execute('select count(*)::integer as n from webhook_endpoints');
@@ -386,7 +389,7 @@ describe('outbound webhooks', function () {
   describe('refused targets (OUTBOUND_WEBHOOK_ALLOW_PRIVATE=false)', () => {
     for (const host of ['127.0.0.1', '10.0.0.1', '169.254.169.254', '[::1]', 'localhost']) {
       it(`refuses ${host} before connecting`, async () => {
-        const strict = await outboundApp({ allowPrivate: false, retryScheduleMs: [0] });
+        const strict = (publicOnly ??= await outboundApp({ allowPrivate: false, retryScheduleMs: [0] }));
         const port = host === '10.0.0.1' || host === '169.254.169.254' ? 80 : receiver.port;
         const { id } = await createEndpoint({ url: `http://${host}:${port}/hook` }, user, strict);
         await startWorker(strict);
