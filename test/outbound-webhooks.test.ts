@@ -224,6 +224,21 @@ describe('outbound webhooks', function () {
       await app.request.delete(`/api/v1/webhook-endpoints/${id}`).set(auth()).expect(204);
       await app.request.get(`/api/v1/webhook-endpoints/${id}`).set(auth()).expect(404);
     });
+
+    it('appends an audit row for each change (created, updated, secret rotated, deleted), never the secret', async () => {
+      const { id, secret } = await createEndpoint({ url: 'https://hooks.example.com/' });
+      await app.request.patch(`/api/v1/webhook-endpoints/${id}`).set(auth()).send({ disabled: true }).expect(200);
+      const rotated = await app.request.post(`/api/v1/webhook-endpoints/${id}/rotate-secret`).set(auth()).expect(200);
+      rememberSecret(rotated.body.secret);
+      await app.request.delete(`/api/v1/webhook-endpoints/${id}`).set(auth()).expect(204);
+      const rows = (await testDatabase().orm.em.getConnection().execute(
+        "select actor, action, target_id, summary::text as summary from audit_log where target_type = 'webhook_endpoint' order by id",
+      )) as { actor: string; action: string; target_id: string; summary: string }[];
+      expect(rows.map((row) => [row.actor, row.action, row.target_id])).to.deep.equal(
+        ['created', 'updated', 'secret_rotated', 'deleted'].map((verb) => [user.userId, `webhook_endpoint.${verb}`, id]),
+      );
+      for (const row of rows) expect(row.summary).to.not.include(secret).and.not.include(rotated.body.secret);
+    });
   });
 
   describe('delivery', () => {

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Knex } from '@mikro-orm/postgresql';
+import { auditInsert } from '../audit/audit-service.ts';
 import type { OutboundWebhookConfig } from '../config.ts';
 import type { SecretBox } from '../crypto/secret-box.ts';
 import { ConflictError, InvalidInputError, NotFoundError } from '../errors.ts';
@@ -74,7 +76,9 @@ export class WebhookEndpointService {
           this.box.encrypt(secret, ENDPOINT_SECRET_PURPOSE),
         ],
       );
-      return result.rows[0] as EndpointRow;
+      const created = result.rows[0] as EndpointRow;
+      await audit(trx, principal, 'webhook_endpoint.created', created.id, { url: created.url, event_types: created.event_types, conversation_id: created.conversation_id });
+      return created;
     });
     return { ...toEndpointView(row), secret };
   }
@@ -94,7 +98,8 @@ export class WebhookEndpointService {
     const url = changes.url === undefined ? endpoint.url : checkEndpointUrl(changes.url, this.config.allowHttp, ['body', 'url']);
     const disabled = changes.disabled ?? endpoint.disabled;
     const enabling = endpoint.disabled && !disabled;
-    const result = await this.knex.raw(
+    const row = await this.knex.transaction(async (trx) => {
+      const result = await trx.raw(
       `update webhook_endpoints set url = ?, description = ?, event_types = ?::text[], disabled = ?,
          disabled_reason = case when ? then null else disabled_reason end,
          failing_since = case when ? then null else failing_since end,
@@ -110,29 +115,39 @@ export class WebhookEndpointService {
         endpoint.id,
         principal.userId,
       ],
-    );
-    const row = result.rows[0] as EndpointRow | undefined;
-    if (!row) throw new NotFoundError('Webhook endpoint not found');
+      );
+      const updated = result.rows[0] as EndpointRow | undefined;
+      if (!updated) throw new NotFoundError('Webhook endpoint not found');
+      await audit(trx, principal, 'webhook_endpoint.updated', updated.id, changes as Record<string, unknown>);
+      return updated;
+    });
     return toEndpointView(row);
   }
 
   async delete(principal: Principal, id: string): Promise<void> {
     const endpoint = await this.owned(principal, id);
-    await this.knex.raw('delete from webhook_endpoints where id = ? and owner_id = ?', [endpoint.id, principal.userId]);
+    await this.knex.transaction(async (trx) => {
+      await trx.raw('delete from webhook_endpoints where id = ? and owner_id = ?', [endpoint.id, principal.userId]);
+      await audit(trx, principal, 'webhook_endpoint.deleted', endpoint.id, { url: endpoint.url });
+    });
   }
 
   /** A new secret, shown once; the previous one keeps signing for the configured overlap. */
   async rotateSecret(principal: Principal, id: string): Promise<WebhookEndpointWithSecret> {
     const endpoint = await this.owned(principal, id);
     const secret = generateSecret();
-    const result = await this.knex.raw(
-      `update webhook_endpoints set previous_secret = secret, previous_secret_until = now() + (? * interval '1 millisecond'),
-         secret = ?, updated_at = now()
-       where id = ? and owner_id = ? returning *`,
-      [this.config.rotationOverlapMs, this.box.encrypt(secret, ENDPOINT_SECRET_PURPOSE), endpoint.id, principal.userId],
-    );
-    const row = result.rows[0] as EndpointRow | undefined;
-    if (!row) throw new NotFoundError('Webhook endpoint not found');
+    const row = await this.knex.transaction(async (trx) => {
+      const result = await trx.raw(
+        `update webhook_endpoints set previous_secret = secret, previous_secret_until = now() + (? * interval '1 millisecond'),
+           secret = ?, updated_at = now()
+         where id = ? and owner_id = ? returning *`,
+        [this.config.rotationOverlapMs, this.box.encrypt(secret, ENDPOINT_SECRET_PURPOSE), endpoint.id, principal.userId],
+      );
+      const rotated = result.rows[0] as EndpointRow | undefined;
+      if (!rotated) throw new NotFoundError('Webhook endpoint not found');
+      await audit(trx, principal, 'webhook_endpoint.secret_rotated', rotated.id);
+      return rotated;
+    });
     return { ...toEndpointView(row), secret };
   }
 
@@ -218,4 +233,10 @@ export class WebhookEndpointService {
     if (!rows[0]) throw new NotFoundError('Message not found');
     return rows[0];
   }
+}
+
+/** Appends the audit row of an endpoint change in its transaction (never the secret). */
+async function audit(trx: Knex.Transaction, principal: Principal, action: string, endpointId: string, summary?: Record<string, unknown>): Promise<void> {
+  const { sql, bindings } = auditInsert({ actor: principal.userId, action, targetType: 'webhook_endpoint', targetId: endpointId, summary });
+  await trx.raw(sql, bindings as Knex.RawBinding[]);
 }
