@@ -30,7 +30,7 @@ export class Migration20261125010000_search extends Migration {
     this.addSql(`
       create extension if not exists pg_trgm;
 
-      create function pg_temp.iso_instant(value text) returns timestamptz language plpgsql as $$
+      create or replace function pg_temp.iso_instant(value text) returns timestamptz language plpgsql as $$
       declare
         parts text[];
       begin
@@ -45,14 +45,14 @@ export class Migration20261125010000_search extends Migration {
         return null;
       end $$;
 
-      create function pg_temp.json_field(document json, field text) returns jsonb language plpgsql as $$
+      create or replace function pg_temp.json_field(document json, field text) returns jsonb language plpgsql as $$
       begin
         return document::jsonb -> field;
       exception when others then
         return null;
       end $$;
 
-      create function pg_temp.plain_title(title json) returns text language plpgsql as $$
+      create or replace function pg_temp.plain_title(title json) returns text language plpgsql as $$
       begin
         return replace(title::text, '\\u0000', '\\ufffd')::jsonb #>> '{}';
       exception when others then
@@ -91,6 +91,9 @@ export class Migration20261125010000_search extends Migration {
       create index conversations_tags_idx on conversations using gin (tags jsonb_path_ops);
       create index conversations_parent_idx on conversations (parent_conversation_id, created_at desc, id desc)
         where parent_conversation_id is not null;
+      drop function pg_temp.iso_instant(text);
+      drop function pg_temp.json_field(json, text);
+      drop function pg_temp.plain_title(json);
 
       drop function ingest_event_batches(uuid[], uuid[], integer[], text[], text[], text[], json, integer[], text[]);
       ${ingestEventBatchesSql(true)}
