@@ -183,7 +183,7 @@ describe('search and export', () => {
       await get(`${path()}?kind=MessageEvent&limit=5&cursor=${page.next_cursor}`).expect(200);
     });
 
-    const bad: [string, string[]][] = [
+    const bad: [string, (string | number)[]][] = [
       ['order=newest', ['query', 'order']],
       ['since=yesterday', ['query', 'since']],
       ['until=2026-02-30', ['query', 'until']],

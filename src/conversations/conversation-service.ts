@@ -24,7 +24,9 @@ import {
   eventCursorPosition,
   eventFilterOf,
   SqlValues,
+  type ConversationFilter,
   type ConversationFilterInput,
+  type ConversationPosition,
   type ConversationSort,
   type EventFilter,
   type EventFilterInput,
@@ -288,13 +290,7 @@ export class ConversationService {
       const top = Math.min(conversation.event_count, (filter.beforeSeq ?? Infinity) - 1);
       return Math.max(0, top - filter.afterSeq);
     }
-    const values = new SqlValues();
-    const conditions = [`conversation_id = ${values.add(conversation.id)}`, ...eventConditions(filter, values)];
-    const [row] = await sqlRows<{ count: number }>(
-      this.em,
-      `select count(*)::integer as count from conversation_events where ${conditions.join(' and ')}`,
-      values.values,
-    );
+    const [row] = await sqlRows<{ count: number }>(this.em, ...eventCountQuery(conversation.id, filter));
     return row!.count;
   }
 
@@ -317,23 +313,9 @@ export class ConversationService {
   ): Promise<ConversationPage> {
     const filter = conversationFilterOf(page.filter);
     const after = page.cursor === undefined ? undefined : conversationCursorPosition(page.cursor, filter, page.sort);
-    const values = new SqlValues();
-    const conditions = [`c.owner_id = ${values.add(principal.userId)}`, ...conversationConditions(filter, values)];
-    const column = page.sort === 'updated_desc' ? 'c.updated_at' : 'c.created_at';
-    const direction = page.sort === 'created_asc' ? 'asc' : 'desc';
-    if (after) {
-      // A row comparison: the index (owner_id, created_at desc, id desc) seeks straight to it.
-      conditions.push(`(${column}, c.id) ${direction === 'asc' ? '>' : '<'} (${values.add(after.key)}::timestamptz, ${values.add(after.id)}::uuid)`);
-    }
     const rows = await sqlRows<ConversationViewRow & { sort_key: string }>(
       this.em,
-      `select ${CONVERSATION_VIEW_COLUMNS},
-         to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as sort_key
-       from ${CONVERSATION_VIEW_FROM}
-       where ${conditions.join(' and ')}
-       order by ${column} ${direction}, c.id ${direction}
-       limit ${values.add(page.limit + 1)}`,
-      values.values,
+      ...conversationPageQuery(principal.userId, filter, page.sort, page.limit + 1, after),
     );
     const more = rows.length > page.limit;
     const items = rows.slice(0, page.limit);
@@ -347,13 +329,7 @@ export class ConversationService {
   /** How many conversations `listConversations` yields with these filters, over all its pages. */
   async countConversations(principal: Principal, input: ConversationFilterInput): Promise<number> {
     const filter = conversationFilterOf(input);
-    const values = new SqlValues();
-    const conditions = [`c.owner_id = ${values.add(principal.userId)}`, ...conversationConditions(filter, values)];
-    const [row] = await sqlRows<{ count: number }>(
-      this.em,
-      `select count(*)::integer as count from conversations c where ${conditions.join(' and ')}`,
-      values.values,
-    );
+    const [row] = await sqlRows<{ count: number }>(this.em, ...conversationCountQuery(principal.userId, filter));
     return row!.count;
   }
 
@@ -379,11 +355,52 @@ export class ConversationService {
   }
 }
 
+/** The statement counting a conversation's events that match `filter`. */
+export function eventCountQuery(conversationId: string, filter: EventFilter): [string, unknown[]] {
+  const values = new SqlValues();
+  const conditions = [`conversation_id = ${values.add(conversationId)}`, ...eventConditions(filter, values)];
+  return [`select count(*)::integer as count from conversation_events where ${conditions.join(' and ')}`, values.values];
+}
+
+/** The statement of one page of an owner's conversations, after `after` when given. */
+export function conversationPageQuery(
+  ownerId: string,
+  filter: ConversationFilter,
+  sort: ConversationSort,
+  limit: number,
+  after?: ConversationPosition,
+): [string, unknown[]] {
+  const values = new SqlValues();
+  const conditions = [`c.owner_id = ${values.add(ownerId)}`, ...conversationConditions(filter, values)];
+  const column = sort === 'updated_desc' ? 'c.updated_at' : 'c.created_at';
+  const direction = sort === 'created_asc' ? 'asc' : 'desc';
+  if (after) {
+    // A row comparison: the index (owner_id, created_at desc, id desc) seeks straight to it.
+    conditions.push(`(${column}, c.id) ${direction === 'asc' ? '>' : '<'} (${values.add(after.key)}::timestamptz, ${values.add(after.id)}::uuid)`);
+  }
+  return [
+    `select ${CONVERSATION_VIEW_COLUMNS},
+       to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as sort_key
+     from ${CONVERSATION_VIEW_FROM}
+     where ${conditions.join(' and ')}
+     order by ${column} ${direction}, c.id ${direction}
+     limit ${values.add(limit)}`,
+    values.values,
+  ];
+}
+
+/** The statement counting an owner's conversations that match `filter`. */
+export function conversationCountQuery(ownerId: string, filter: ConversationFilter): [string, unknown[]] {
+  const values = new SqlValues();
+  const conditions = [`c.owner_id = ${values.add(ownerId)}`, ...conversationConditions(filter, values)];
+  return [`select count(*)::integer as count from conversations c where ${conditions.join(' and ')}`, values.values];
+}
+
 /**
  * The statement of one page of events. Several kinds: one index range per kind, each already in
  * seq order, merged (a single `kind = any(…)` range would have to be sorted whole).
  */
-function eventPageQuery(conversationId: string, filter: EventFilter, order: EventOrder, limit: number): [string, unknown[]] {
+export function eventPageQuery(conversationId: string, filter: EventFilter, order: EventOrder, limit: number): [string, unknown[]] {
   const values = new SqlValues();
   const conversation = values.add(conversationId);
   const rowLimit = values.add(limit);
