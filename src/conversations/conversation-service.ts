@@ -9,7 +9,7 @@ import { canonicalUuid } from '../uuid.ts';
 import { stringifyJson } from '../lossless-json.ts';
 import { executionStatusAfter } from './execution-status.ts';
 import { isoInstant } from './event-time.ts';
-import { CONVERSATION_VIEW_COLUMNS, CONVERSATION_VIEW_FROM, toEventPageJson, toStoredEventJson, type ConversationViewRow, type StoredEventRow } from './mapper.ts';
+import { CONVERSATION_VIEW_COLUMNS, CONVERSATION_VIEW_FROM, STORED_EVENT_COLUMNS, toEventPageJson, toStoredEventJson, type ConversationViewRow, type StoredEventRow } from './mapper.ts';
 import { searchableTitle } from './conversation-info-service.ts';
 import { conversationExport } from './export.ts';
 import { readConversationView, viewsOf } from './views.ts';
@@ -299,7 +299,7 @@ export class ConversationService {
     const conversation = await this.findOwned(principal, conversationId);
     const [row] = await sqlRows<StoredEventRow>(
       this.em,
-      'select seq, received_at, payload::text as payload from conversation_events where conversation_id = $1 and event_id = $2',
+      `select ${STORED_EVENT_COLUMNS} from conversation_events where conversation_id = $1 and event_id = $2`,
       [conversation.id, eventId],
     );
     if (!row) throw new NotFoundError('Event not found in this conversation');
@@ -337,7 +337,7 @@ export class ConversationService {
    * The whole conversation as NDJSON text chunks (see `conversationExport`), once `principal` is
    * known to own it: a 403 or 404 comes before anything is streamed.
    */
-  async exportConversation(principal: Principal, conversationId: string): Promise<{ id: string; chunks: AsyncIterable<string> }> {
+  async exportConversation(principal: Principal, conversationId: string): Promise<{ id: string; chunks: AsyncIterable<Buffer> }> {
     const conversation = await this.findOwned(principal, conversationId);
     return { id: conversation.id, chunks: conversationExport(this.em, conversation.id) };
   }
@@ -405,7 +405,7 @@ export function eventPageQuery(conversationId: string, filter: EventFilter, orde
   const conversation = values.add(conversationId);
   const rowLimit = values.add(limit);
   const select = (f: EventFilter) =>
-    `select seq, received_at, payload::text as payload from conversation_events
+    `select ${STORED_EVENT_COLUMNS} from conversation_events
      where ${[`conversation_id = ${conversation}`, ...eventConditions(f, values)].join(' and ')}
      order by seq ${order} limit ${rowLimit}`;
   if (filter.kinds.length <= 1) return [select(filter), values.values];

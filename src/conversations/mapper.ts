@@ -69,9 +69,13 @@ export function withoutEncryptedContent(payload: string): string {
 /** A stored event as read back: the payload stays the text that was stored. */
 export interface StoredEventRow {
   seq: number;
-  received_at: Date | string;
+  /** As `STORED_EVENT_COLUMNS` writes it: ISO 8601 UTC with milliseconds, as `toISOString` would. */
+  received_at: string;
   payload: string;
 }
+
+/** The columns of a `StoredEventRow`, formatted by PostgreSQL (cheaper than a Date per row). */
+export const STORED_EVENT_COLUMNS = `seq, to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as received_at, payload::text as payload`;
 
 /**
  * A `StoredEvent` as JSON text. The stored payload is spliced in as it is: parsing it here would
@@ -79,7 +83,7 @@ export interface StoredEventRow {
  */
 export function toStoredEventJson(row: StoredEventRow, options: { keepEncryptedContent?: boolean } = {}): string {
   const event = options.keepEncryptedContent ? row.payload : withoutEncryptedContent(row.payload);
-  return `{"seq":${row.seq},"received_at":"${iso(row.received_at)}","event":${event}}`;
+  return `{"seq":${row.seq},"received_at":"${row.received_at}","event":${event}}`;
 }
 
 /** An `EventPage` as JSON text. */
