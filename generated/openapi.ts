@@ -89,13 +89,15 @@ export interface paths {
          *     - **Conversation.** A conversation not seen before is created, owned by the session key's
          *       user (201); an existing one of the caller's is updated (200); another user's → 403 and
          *       nothing is stored.
-         *     - **What is used.** `title`, `execution_status` and `metrics` become what
-         *       `getConversation` shows (`title`, `execution_status`, `metrics`). A post whose
-         *       `updated_at` is older than that of the info already stored is acknowledged and ignored,
-         *       so a late retry cannot undo a newer state.
+         *     - **What is used.** `title`, `execution_status`, `metrics`, `parent_conversation_id`,
+         *       `forked_from_conversation_id` and `tags` become what `getConversation` shows and what
+         *       `listConversations` filters on (a rename by the owner can hold against `title`: see
+         *       `renameConversation`). A post whose `updated_at` is older than that of the info already
+         *       stored is acknowledged and ignored, so a late retry cannot undo a newer state.
          *     - **Closed where used, open elsewhere.** The fields this service reads (`id`, `title`,
-         *       `execution_status`, `created_at`, `updated_at`, `metrics`, `stats`) are checked (422);
-         *       everything else (agent configuration, workspace, tags, …) is accepted as the
+         *       `execution_status`, `created_at`, `updated_at`, `metrics`, `stats`,
+         *       `parent_conversation_id`, `forked_from_conversation_id`, `tags`) are checked (422);
+         *       everything else (agent configuration, workspace, …) is accepted as the
          *       agent-server sends it.
          *     - **Secrets.** The info is stored as sent, minus every secret-looking key at any depth
          *       (`api_key`, `secret…`, `…_secret`, `…token`, `password`, `credential(s)`,
@@ -170,8 +172,11 @@ export interface paths {
         };
         /**
          * Get one conversation
-         * @description Returns a conversation owned by the caller with its execution status and event count, and the
-         *     title and latest metrics from the agent-server's conversation info (`receiveConversationInfo`).
+         * @description Returns a conversation owned by the caller with its execution status and event count, the
+         *     title (the owner's rename or the agent-server's, see `renameConversation`), the latest
+         *     metrics, tags and relations from the agent-server's conversation info
+         *     (`receiveConversationInfo`). Someone else's conversation → 403, an unknown one → 404: the
+         *     rule of every `/api/v1/conversations/{conversation_id}…` operation.
          */
         get: operations["getConversation"];
         put?: never;
