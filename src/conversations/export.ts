@@ -24,8 +24,8 @@ export interface ConversationExportOptions {
 }
 
 /**
- * One conversation as NDJSON, in chunks of whole lines (UTF-8 Buffers, one per page read): first `{"conversation": <view>,
- * "info": <stored ConversationInfo or null>}`, then each stored event as a `StoredEvent`, in seq
+ * One conversation as NDJSON, in chunks of whole lines (UTF-8 Buffers, one per page read): first
+ * `{"conversation": <view>, "info": <stored ConversationInfo or null>}`, then each stored event as a `StoredEvent`, in seq
  * order, its payload the stored text (`\u0000`, lone surrogates and large numbers as sent).
  *
  * Constant memory whatever the conversation's size: events are read one bounded page at a time
