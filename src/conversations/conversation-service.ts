@@ -337,7 +337,7 @@ export class ConversationService {
    * The whole conversation as NDJSON text chunks (see `conversationExport`), once `principal` is
    * known to own it: a 403 or 404 comes before anything is streamed.
    */
-  async exportConversation(principal: Principal, conversationId: string): Promise<{ id: string; chunks: AsyncIterable<Buffer> }> {
+  async exportConversation(principal: Principal, conversationId: string): Promise<{ id: string; chunks: AsyncIterable<string> }> {
     const conversation = await this.findOwned(principal, conversationId);
     return { id: conversation.id, chunks: conversationExport(this.em, conversation.id) };
   }
@@ -378,13 +378,16 @@ export function conversationPageQuery(
     // A row comparison: the index (owner_id, created_at desc, id desc) seeks straight to it.
     conditions.push(`(${column}, c.id) ${direction === 'asc' ? '>' : '<'} (${values.add(after.key)}::timestamptz, ${values.add(after.id)}::uuid)`);
   }
+  // The page is chosen from conversations alone, then joined with the infos of its rows only.
   return [
     `select ${CONVERSATION_VIEW_COLUMNS},
        to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as sort_key
-     from ${CONVERSATION_VIEW_FROM}
-     where ${conditions.join(' and ')}
-     order by ${column} ${direction}, c.id ${direction}
-     limit ${values.add(limit)}`,
+     from (select * from conversations c
+           where ${conditions.join(' and ')}
+           order by ${column} ${direction}, c.id ${direction}
+           limit ${values.add(limit)}) c
+       left join conversation_infos i on i.conversation_id = c.id
+     order by ${column} ${direction}, c.id ${direction}`,
     values.values,
   ];
 }

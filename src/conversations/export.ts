@@ -24,7 +24,7 @@ export interface ConversationExportOptions {
 }
 
 /**
- * One conversation as NDJSON, in chunks of whole lines (UTF-8 Buffers, one per page read): first
+ * One conversation as NDJSON, in chunks of whole lines (strings, one per page read): first
  * `{"conversation": <view>, "info": <stored ConversationInfo or null>}`, then each stored event as a `StoredEvent`, in seq
  * order, its payload the stored text (`\u0000`, lone surrogates and large numbers as sent).
  *
@@ -37,14 +37,14 @@ export async function* conversationExport(
   em: EntityManager,
   conversationId: string,
   options: ConversationExportOptions = {},
-): AsyncGenerator<Buffer> {
+): AsyncGenerator<string> {
   const pageBytes = options.pageBytes ?? DEFAULT_PAGE_BYTES;
   const read = await readConversationView(em, conversationId);
   if (!read) throw new Error(`conversation ${conversationId} does not exist`);
   const [info] = await sqlRows<{ info: string }>(em, 'select info::text as info from conversation_infos where conversation_id = $1', [
     conversationId,
   ]);
-  yield Buffer.from(`{"conversation":${JSON.stringify(read.view)},"info":${info?.info ?? 'null'}}\n`);
+  yield `{"conversation":${JSON.stringify(read.view)},"info":${info?.info ?? 'null'}}\n`;
   const lastSeq = read.view.event_count;
   let after = 0;
   while (after < lastSeq) {
@@ -66,6 +66,6 @@ export async function* conversationExport(
     );
     if (!page?.text || page.last === null) break;
     after = page.last;
-    yield Buffer.from(options.keepEncryptedContent ? page.text : withoutEncryptedContent(page.text));
+    yield options.keepEncryptedContent ? page.text : withoutEncryptedContent(page.text);
   }
 }

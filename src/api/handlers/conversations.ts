@@ -93,8 +93,9 @@ export function conversationHandlers(conversations: ConversationService): Operat
       ctx.status = 200;
       ctx.type = 'application/x-ndjson';
       ctx.set('Content-Disposition', `attachment; filename="conversation-${id}.ndjson"`);
-      // Bytes, not objects: the stream pulls the next page only once about 1 MB is left unsent.
-      ctx.body = Readable.from(chunks, { objectMode: false, highWaterMark: 1 << 20 });
+      // Pages go to the socket as the strings they are (no Buffer per page: external memory that
+      // kept the garbage collector busy); at most two wait in the stream.
+      ctx.body = Readable.from(chunks, { objectMode: true, highWaterMark: 2 });
     },
   };
 }
