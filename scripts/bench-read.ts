@@ -156,7 +156,7 @@ async function main(): Promise<void> {
     clearInterval(sampler);
 
     const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-    const [version] = await q<{ v: string }>('show server_version');
+    const [version] = await q<{ v: string }>("select current_setting('server_version') as v");
     console.log(`### Read benchmark, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC\n`);
     console.log(`\`npm run bench:read\`: ${EVENTS.toLocaleString('en')} events, ${CONVERSATIONS.toLocaleString('en')} conversations of one user, ` +
       `the big one ${big!.event_count.toLocaleString('en')} events; ${REQUESTS} sequential requests per read after 10 warm-up; ` +
