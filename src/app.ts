@@ -8,6 +8,7 @@ import { isDatabaseUnavailable } from './db/errors.ts';
 import { createOpenApiBackend } from './api/openapi.ts';
 import { HttpError } from './api/http-errors.ts';
 import { readJsonBody } from './api/json-body.ts';
+import { checkResponsesOf } from './api/response-contract.ts';
 import { RequestValidationError, toValidationErrors } from './api/validation-errors.ts';
 import { checkPathEncoding, withStorableStrings } from './api/storable-strings.ts';
 import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type RequestState } from './api/context.ts';
@@ -188,6 +189,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
+  if (config.responseValidation === 'log') checkResponsesOf(app);
   registerLiveStreams(app, liveStreams);
 
   // Tracing (request id, access log, metrics) wraps error rendering, which comes first so that it
