@@ -831,6 +831,18 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description A conversation's UUID as the server accepts it: dashed (`0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f`)
+         *     or as 32 hex digits without dashes (`0b8f6c2e4d1a4c539a576f0a5b1d2e3f`, which the OpenHands
+         *     agent-server sends: `conversation_id.hex`), in either letter case; each of the four dashes
+         *     may be left out. Every form names the same conversation, and responses always give the
+         *     dashed lower-case form. Described by a pattern rather than `format: uuid`, which allows the
+         *     dashed form only, so that a validating gateway accepts what the agent-server really sends;
+         *     `x-format: uuid` only names the 422 (`uuid_parsing`) a value that does not match gets.
+         * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+         * @example 0b8f6c2e4d1a4c539a576f0a5b1d2e3f
+         */
+        ConversationId: string;
         /** @description Acknowledgement of a webhook delivery. */
         Success: {
             /**
@@ -1769,11 +1781,7 @@ export interface components {
          *     `receiveConversationInfo`).
          */
         ConversationInfo: {
-            /**
-             * Format: uuid
-             * @description Conversation id (dashed or 32 hex digits).
-             */
-            id: string;
+            id: components["schemas"]["ConversationId"];
             /** @description Title of the conversation, once the agent-server has one. */
             title?: string | null;
             execution_status?: components["schemas"]["ExecutionStatus"];
@@ -2224,7 +2232,7 @@ export interface components {
          * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
          * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
          */
-        ConversationIdPath: string;
+        ConversationIdPath: components["schemas"]["ConversationId"];
         /**
          * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
          * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
@@ -2247,9 +2255,9 @@ export interface operations {
                  *     (`0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f`) and the 32-hex form without dashes
                  *     (`0b8f6c2e4d1a4c539a576f0a5b1d2e3f`) are accepted, because the OpenHands agent-server
                  *     sends `conversation_id.hex`; both name the same conversation.
-                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 * @example 0b8f6c2e4d1a4c539a576f0a5b1d2e3f
                  */
-                conversation_id: string;
+                conversation_id: components["schemas"]["ConversationId"];
             };
             cookie?: never;
         };
@@ -2752,6 +2760,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             503: components["responses"]["IssueTrackerUnavailable"];
         };
@@ -2803,6 +2813,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
         };
     };
@@ -3008,6 +3020,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     unlinkWorkspace: {
@@ -3041,6 +3054,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     listVerifiedModels: {
@@ -3134,6 +3148,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
         };
     };
@@ -3211,6 +3227,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
         };
     };
@@ -3247,6 +3265,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             /** @description The payment provider is unavailable; retry later. */
             503: {
@@ -3422,7 +3442,7 @@ export interface operations {
             303: {
                 headers: {
                     /** @description The checkout page. */
-                    Location?: string;
+                    Location: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3459,7 +3479,7 @@ export interface operations {
             303: {
                 headers: {
                     /** @description The checkout page. */
-                    Location?: string;
+                    Location: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3533,6 +3553,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getReadiness: {
@@ -3558,6 +3579,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             /** @description Not ready (the database is unavailable). */
             503: {
                 headers: {
@@ -3611,6 +3633,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getApiReference: {
@@ -3631,6 +3654,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getApiReferenceScript: {
@@ -3651,6 +3675,7 @@ export interface operations {
                     "text/javascript": string;
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getOpenApiDocument: {
@@ -3671,6 +3696,7 @@ export interface operations {
                     "application/yaml": string;
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
 }

@@ -127,6 +127,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
       if (!c.operation.requestBody) return;
       const body = await readJsonBody(ctx, config.bodyLimitBytes);
       ctx.state.rawBody = body?.raw;
+      ctx.state.bodyText = body?.text;
       // Both copies: openapi-backend validates `request`, handlers read `c.request`.
       request.body = body?.value;
       c.request.requestBody = request.body;
@@ -138,6 +139,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
         c.request.requestBody = undefined;
         if (c.validation?.coerced) c.validation.coerced.body = undefined;
         ctx.state.rawBody = undefined;
+        ctx.state.bodyText = undefined;
       };
     },
     notFound(_c: OperationContext, ctx: KoaContext) {

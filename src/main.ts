@@ -5,6 +5,7 @@ import { openDatabase, type Database } from './db/database.ts';
 import { createApp } from './app.ts';
 import { liveStreamsOf } from './live/live-streams.ts';
 import { listen } from './http-server.ts';
+import { missingSecretKeysProblem } from './workspaces/setup.ts';
 
 /**
  * Load config → open the database (migrated) → create the app → listen; stop cleanly on signals.
@@ -37,6 +38,8 @@ async function main(): Promise<void> {
   let server: Server;
   let app: Awaited<ReturnType<typeof createApp>>;
   try {
+    const keyProblem = await missingSecretKeysProblem(config, database.orm.em, logger);
+    if (keyProblem) throw new Error(keyProblem);
     app = await createApp({ config, logger, orm: database.orm, database });
     server = await listen(app, config);
   } catch (error) {

@@ -1,3 +1,4 @@
+import Mocha from 'mocha';
 import { VIOLATION_MARKER, describeViolation, violationSink, type ContractViolation } from '../../src/api/response-contract.ts';
 
 /**
@@ -40,11 +41,26 @@ export function takeViolations(): ContractViolation[] {
   return violations.splice(0);
 }
 
-export const mochaHooks = {
-  afterEach(this: Mocha.Context) {
+function violationError(found: ContractViolation[]): Error {
+  const lines = [...new Set(found.map(describeViolation))];
+  return new Error(`${lines.length} response(s) not described by spec/openapi.yaml:\n  ${lines.join('\n  ')}`);
+}
+
+// Mocha has no hook that can fail a test once it has run (a failing root afterEach would abort the
+// whole run), so the test's own completion callback is where its responses are judged.
+const run = Mocha.Runnable.prototype.run;
+Mocha.Runnable.prototype.run = function (this: Mocha.Runnable, done: (error?: unknown) => void) {
+  if ((this as unknown as { type?: string }).type !== 'test') return run.call(this, done);
+  return run.call(this, (error?: unknown) => {
     const found = takeViolations();
-    if (found.length === 0) return;
-    const lines = [...new Set(found.map(describeViolation))];
-    throw new Error(`${lines.length} response(s) not described by spec/openapi.yaml:\n  ${lines.join('\n  ')}`);
+    done(error ?? (found.length ? violationError(found) : undefined));
+  });
+};
+
+export const mochaHooks = {
+  // What arrives after the last test (a server process's late line) still fails the run.
+  afterAll() {
+    const found = takeViolations();
+    if (found.length) throw violationError(found);
   },
 };
