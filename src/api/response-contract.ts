@@ -238,7 +238,11 @@ export function checkingResponses(
       status = code;
       const given = rest.find((arg) => arg && typeof arg === 'object') as Record<string, string | string[] | number> | undefined;
       headers = { ...this.getHeaders(), ...(Array.isArray(given) ? {} : given) } as typeof headers;
-      if (mediaTypeOf(headers['content-type'] ?? headers['Content-Type']) === 'text/event-stream') chunks = undefined;
+      if (mediaTypeOf(headers['content-type'] ?? headers['Content-Type']) === 'text/event-stream') {
+        // A stream may never finish: judged by its status and headers now.
+        chunks = undefined;
+        checkOnce();
+      }
       return writeHead.call(this, code, ...(rest as []));
     } as typeof res.writeHead;
     const keep = (chunk: unknown, encoding?: unknown) => {
@@ -258,7 +262,10 @@ export function checkingResponses(
       keep(chunk, rest[0]);
       return (end as (...args: unknown[]) => ServerResponse).call(this, chunk, ...rest);
     } as typeof res.end;
-    res.once('finish', () => {
+    let checked = false;
+    const checkOnce = () => {
+      if (checked) return;
+      checked = true;
       if (!status) status = res.statusCode;
       const violations = contract.check({
         method: req.method ?? 'GET',
@@ -268,7 +275,8 @@ export function checkingResponses(
         body: chunks ? Buffer.concat(chunks) : undefined,
       });
       violations.forEach(report);
-    });
+    };
+    res.once('finish', checkOnce);
     listener(req, res);
   };
 }
