@@ -2966,6 +2966,24 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            /**
+             * @description The workspace's webhook secret is stored under an encryption key this server instance
+             *     does not hold (another instance re-sealed it with a newer key during a rotation): give
+             *     every instance the same `SECRETS_ENCRYPTION_KEYS`. The tracker retries the delivery.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The workspace's secret is encrypted with key \"k2\", which this server's SECRETS_ENCRYPTION_KEYS does not hold; retry later."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getWorkspaceLink: {
