@@ -96,7 +96,8 @@ export class ResponseContract {
       }
     }
     // As the server routes: an exact path before a template, then the most literal template.
-    this.routes = routes.sort((a, b) => Number(b.template === b.template.replace(/\{/g, '')) - Number(a.template === a.template.replace(/\{/g, '')) || b.literalLength - a.literalLength);
+    const isLiteral = (route: Route) => Number(!route.template.includes('{'));
+    this.routes = routes.sort((a, b) => isLiteral(b) - isLiteral(a) || b.literalLength - a.literalLength);
   }
 
   /** The operation a request was routed to, as the server routes it. */
