@@ -1410,6 +1410,18 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description A conversation's UUID as the server accepts it: dashed (`0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f`)
+         *     or as 32 hex digits without dashes (`0b8f6c2e4d1a4c539a576f0a5b1d2e3f`, which the OpenHands
+         *     agent-server sends: `conversation_id.hex`), in either letter case; each of the four dashes
+         *     may be left out. Every form names the same conversation, and responses always give the
+         *     dashed lower-case form. Described by a pattern rather than `format: uuid`, which allows the
+         *     dashed form only, so that a validating gateway accepts what the agent-server really sends;
+         *     `x-format: uuid` only names the 422 (`uuid_parsing`) a value that does not match gets.
+         * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+         * @example 0b8f6c2e4d1a4c539a576f0a5b1d2e3f
+         */
+        ConversationId: string;
         /** @description Acknowledgement of a webhook delivery. */
         Success: {
             /**
@@ -2348,11 +2360,7 @@ export interface components {
          *     `receiveConversationInfo`).
          */
         ConversationInfo: {
-            /**
-             * Format: uuid
-             * @description Conversation id (dashed or 32 hex digits).
-             */
-            id: string;
+            id: components["schemas"]["ConversationId"];
             /** @description Title of the conversation, once the agent-server has one. */
             title?: string | null;
             execution_status?: components["schemas"]["ExecutionStatus"];
@@ -3237,7 +3245,7 @@ export interface components {
          * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
          * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
          */
-        ConversationIdPath: string;
+        ConversationIdPath: components["schemas"]["ConversationId"];
         /** @description Only events with a sequence number greater than this (0 = from the start). */
         AfterSeq: number;
         /** @description Only events with a sequence number less than this; must be greater than `after_seq` (else 422). */
@@ -3321,9 +3329,9 @@ export interface operations {
                  *     (`0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f`) and the 32-hex form without dashes
                  *     (`0b8f6c2e4d1a4c539a576f0a5b1d2e3f`) are accepted, because the OpenHands agent-server
                  *     sends `conversation_id.hex`; both name the same conversation.
-                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 * @example 0b8f6c2e4d1a4c539a576f0a5b1d2e3f
                  */
-                conversation_id: string;
+                conversation_id: components["schemas"]["ConversationId"];
             };
             cookie?: never;
         };
@@ -4153,6 +4161,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             503: components["responses"]["IssueTrackerUnavailable"];
         };
@@ -4204,6 +4214,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
         };
     };
@@ -4355,6 +4367,24 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            /**
+             * @description The workspace's webhook secret is stored under an encryption key this server instance
+             *     does not hold (another instance re-sealed it with a newer key during a rotation): give
+             *     every instance the same `SECRETS_ENCRYPTION_KEYS`. The tracker retries the delivery.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The workspace's secret is encrypted with key \"k2\", which this server's SECRETS_ENCRYPTION_KEYS does not hold; retry later."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getWorkspaceLink: {
@@ -4409,6 +4439,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     unlinkWorkspace: {
@@ -4442,6 +4473,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     listVerifiedModels: {
@@ -4535,6 +4567,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
         };
     };
@@ -4612,6 +4646,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
         };
     };
@@ -5110,6 +5146,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             /** @description The payment provider is unavailable; retry later. */
             503: {
@@ -5285,7 +5323,7 @@ export interface operations {
             303: {
                 headers: {
                     /** @description The checkout page. */
-                    Location?: string;
+                    Location: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5322,7 +5360,7 @@ export interface operations {
             303: {
                 headers: {
                     /** @description The checkout page. */
-                    Location?: string;
+                    Location: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6013,6 +6051,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getReadiness: {
@@ -6038,6 +6077,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             /** @description Not ready (the database is unavailable). */
             503: {
                 headers: {
@@ -6091,6 +6131,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getApiReference: {
@@ -6111,6 +6152,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getApiReferenceScript: {
@@ -6131,6 +6173,7 @@ export interface operations {
                     "text/javascript": string;
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getOpenApiDocument: {
@@ -6151,6 +6194,7 @@ export interface operations {
                     "application/yaml": string;
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
 }

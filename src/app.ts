@@ -8,6 +8,7 @@ import { isDatabaseUnavailable } from './db/errors.ts';
 import { createOpenApiBackend } from './api/openapi.ts';
 import { HttpError } from './api/http-errors.ts';
 import { readJsonBody } from './api/json-body.ts';
+import { checkResponsesOf } from './api/response-contract.ts';
 import { RequestValidationError, toValidationErrors } from './api/validation-errors.ts';
 import { checkPathEncoding, withStorableStrings } from './api/storable-strings.ts';
 import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type RequestState } from './api/context.ts';
@@ -151,6 +152,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
       if (!c.operation.requestBody) return;
       const body = await readJsonBody(ctx, config.bodyLimitBytes);
       ctx.state.rawBody = body?.raw;
+      ctx.state.bodyText = body?.text;
       // Both copies: openapi-backend validates `request`, handlers read `c.request`.
       request.body = body?.value;
       c.request.requestBody = request.body;
@@ -162,6 +164,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
         c.request.requestBody = undefined;
         if (c.validation?.coerced) c.validation.coerced.body = undefined;
         ctx.state.rawBody = undefined;
+        ctx.state.bodyText = undefined;
       };
     },
     notFound(_c: OperationContext, ctx: KoaContext) {
@@ -213,6 +216,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
+  if (config.responseValidation === 'log') checkResponsesOf(app);
   registerLiveStreams(app, liveStreams);
   registerDeliveryWorker(app, deliveryWorker);
 

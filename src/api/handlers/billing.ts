@@ -18,8 +18,10 @@ function sendPage(ctx: KoaContext, status: number, html: string): void {
 /** Post/redirect/get: a form post answers 303 to the page, so reloading it posts nothing again. */
 function backToPage(ctx: KoaContext, id: string): void {
   ctx.set(CHECKOUT_PAGE_HEADERS);
-  ctx.redirect(`/billing/checkout/${id}`);
+  // The spec's 303 has no body: Location only (Koa's redirect would add a "Redirecting to" text).
   ctx.status = 303;
+  ctx.set('Location', `/billing/checkout/${id}`);
+  ctx.body = '';
 }
 
 /**
