@@ -32,6 +32,8 @@ import { ConversationInfoService } from './conversations/conversation-info-servi
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
 import { createWorkspaceService } from './workspaces/setup.ts';
 import { createBillingService } from './billing/billing-service.ts';
+import { SpendService } from './spend/spend-service.ts';
+import type { ChargeOutcome } from './spend/spend-ledger.ts';
 
 export interface AppDeps {
   readonly config: Config;
@@ -82,12 +84,21 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const authenticator = new Authenticator(orm.em, config.credentialCacheTtlMs);
   const identity = new IdentityService(orm.em);
   const conversations = new ConversationService(orm.em, logger, config.ingestGroup);
-  const conversationInfos = new ConversationInfoService(orm.em, logger);
+  // tarn's pool under MikroORM's knex, read at each scrape.
+  const metrics = new Metrics(() => orm.em.getConnection().getKnex().client.pool as PoolStats | undefined);
+  const observeSpend = (outcome: ChargeOutcome) => {
+    metrics.recordSpend(outcome.chargedMicroUsd, outcome.depleted !== undefined);
+    if (outcome.depleted) {
+      const { userId, conversationId, balanceMicroUsd } = outcome.depleted;
+      logger.warn({ userId, conversationId, balanceMicroUsd: balanceMicroUsd.toString() }, 'balance depleted: spend took it below zero');
+      // Seam for the `billing.balance_depleted` outbound webhook (issue 21): send outcome.depleted here.
+    }
+  };
+  const conversationInfos = new ConversationInfoService(orm.em, logger, observeSpend);
+  const spend = new SpendService(orm.em);
   const verifiedModels = new VerifiedModelService(orm.em);
   const workspaces = createWorkspaceService(config, orm.em, logger);
   const billing = createBillingService(orm.em, config.billing, logger);
-  // tarn's pool under MikroORM's knex, read at each scrape.
-  const metrics = new Metrics(() => orm.em.getConnection().getKnex().client.pool as PoolStats | undefined);
   const checkMetricsToken = metricsTokenChecker(config.metricsToken);
   const liveStreams = new LiveStreams(orm.config.get('clientUrl')!, conversations, {
     bufferBytes: config.liveStreamBufferBytes,
@@ -104,7 +115,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
     ...workspaceHandlers(workspaces),
-    ...billingHandlers(billing),
+    ...billingHandlers(billing, spend),
     ...operationsHandlers(metrics),
     ...liveHandlers(conversations, liveStreams, streamTickets),
   };

@@ -6,6 +6,7 @@ import type { Logger } from '../logger.ts';
 import { parseJson, stringifyJson } from '../lossless-json.ts';
 import { stripSecretLookingKeys } from '../secret-keys.ts';
 import { canonicalUuid } from '../uuid.ts';
+import { chargeConversationSpend, usageCostsOf, type ChargeOutcome } from '../spend/spend-ledger.ts';
 import { toConversationView } from './mapper.ts';
 import type { Conversation } from './entities.ts';
 
@@ -17,7 +18,12 @@ type MetricsSnapshot = components['schemas']['MetricsSnapshot'];
 export interface ConversationInfoSummary {
   title: string | null;
   metrics: MetricsSnapshot | null;
+  /** What has been charged for the conversation's LLM usage (the spend ledger), in micro-dollars. */
+  costMicroUsd: bigint;
 }
+
+/** Told, after the commit, what an info charged (the balance-depleted metric and webhook listen). */
+export type SpendObserver = (outcome: ChargeOutcome) => void;
 
 /** The instants an ISO 8601 string with a four-digit year can name, and PostgreSQL can hold. */
 const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
@@ -47,6 +53,7 @@ interface ConversationRow {
   last_event_at: Date | null;
   title: string | null;
   metrics: string | null;
+  cost_micro_usd: string;
 }
 
 /** The agent-server's conversation info (POST /api/v1/webhooks/conversations): stored, and shown on the conversation. */
@@ -54,16 +61,20 @@ export class ConversationInfoService {
   constructor(
     private readonly em: EntityManager,
     private readonly log: Logger,
+    private readonly observeSpend?: SpendObserver,
   ) {}
 
   /**
    * Stores `info` for `principal`: creates the conversation when it is new (owned by the caller),
    * refuses another user's, and keeps the latest info by the agent-server's `updated_at`. The info is
-   * stored minus its secret-looking keys and never logged.
+   * stored minus its secret-looking keys and never logged. The increase of each LLM usage's cost is
+   * charged to the owner in the same transaction (`chargeConversationSpend`).
    */
   async receive(principal: Principal, info: ConversationInfo): Promise<{ created: boolean; conversation: ConversationView }> {
     const id = canonicalUuid(info.id);
     const updatedAt = updatedAtOf(info.updated_at);
+    // Before the secret-looking keys go: a usage id is a key too, and its spend is charged whatever its name.
+    const usages = usageCostsOf(info);
     stripSecretLookingKeys(info);
     const infoText = stringifyJson(info);
     const metricsText = info.metrics == null ? null : stringifyJson(info.metrics);
@@ -92,6 +103,7 @@ export class ConversationInfoService {
          returning 1`,
         [id, titleText, metricsText, infoText, updatedAt],
       );
+      const spend = await chargeConversationSpend(trx, this.log, { conversationId: id, ownerId: principal.userId, reportedAt: updatedAt, usages });
       if (applied.rows.length > 0) {
         await trx.raw(
           `update conversations set execution_status = coalesce(?, execution_status), updated_at = now() where id = ?`,
@@ -100,14 +112,19 @@ export class ConversationInfoService {
       }
       const [row] = (
         await trx.raw(
-          `select c.*, i.title::text as title, i.metrics::text as metrics
+          `select c.*, i.title::text as title, i.metrics::text as metrics,
+             (select coalesce(sum(charged_micro_usd), 0) from spend_usages s where s.conversation_id = c.id)::text as cost_micro_usd
            from conversations c left join conversation_infos i on i.conversation_id = c.id where c.id = ?`,
           [id],
         )
       ).rows as ConversationRow[];
-      return { created, stale: applied.rows.length === 0, row: row! };
+      return { created, stale: applied.rows.length === 0, row: row!, spend };
     });
-    this.log.debug({ conversationId: id, created: result.created, stale: result.stale }, 'conversation info received');
+    this.log.debug(
+      { conversationId: id, created: result.created, stale: result.stale, chargedMicroUsd: result.spend.chargedMicroUsd.toString() },
+      'conversation info received',
+    );
+    if (result.spend.chargedMicroUsd > 0n) this.observeSpend?.(result.spend);
     return { created: result.created, conversation: toConversationView(conversationOf(result.row), summaryOf(result.row)) };
   }
 }
@@ -124,14 +141,15 @@ function conversationOf(row: ConversationRow): Conversation {
   };
 }
 
-function summaryOf(row: { title: string | null; metrics: string | null }): ConversationInfoSummary {
+function summaryOf(row: { title: string | null; metrics: string | null; cost_micro_usd: string }): ConversationInfoSummary {
   return {
     title: row.title === null ? null : (parseJson(row.title) as string | null),
     metrics: row.metrics === null ? null : (parseJson(row.metrics) as MetricsSnapshot),
+    costMicroUsd: BigInt(row.cost_micro_usd),
   };
 }
 
-/** Title and latest metrics of each of `conversationIds` that has conversation info. */
+/** Title, latest metrics and charged cost of each of `conversationIds` that has conversation info. */
 export async function conversationInfoSummaries(
   em: EntityManager,
   conversationIds: string[],
@@ -140,8 +158,10 @@ export async function conversationInfoSummaries(
   if (conversationIds.length === 0) return summaries;
   const rows = await em
     .getConnection()
-    .execute<{ conversation_id: string; title: string | null; metrics: string | null }[]>(
-      `select conversation_id, title::text as title, metrics::text as metrics from conversation_infos
+    .execute<{ conversation_id: string; title: string | null; metrics: string | null; cost_micro_usd: string }[]>(
+      `select conversation_id, title::text as title, metrics::text as metrics,
+         (select coalesce(sum(charged_micro_usd), 0) from spend_usages s where s.conversation_id = i.conversation_id)::text as cost_micro_usd
+       from conversation_infos i
        where conversation_id in (${conversationIds.map(() => '?').join(', ')})`,
       conversationIds,
     );

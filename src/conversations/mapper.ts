@@ -1,6 +1,7 @@
 import type { components } from '../../generated/openapi.ts';
 import type { Conversation } from './entities.ts';
 import type { ConversationInfoSummary } from './conversation-info-service.ts';
+import { microUsdNumberOf, usdOf } from '../spend/money.ts';
 
 type ConversationView = components['schemas']['Conversation'];
 
@@ -15,6 +16,8 @@ export function toConversationView(conversation: Conversation, info?: Conversati
     updated_at: conversation.updatedAt.toISOString(),
     last_event_at: conversation.lastEventAt?.toISOString() ?? null,
     metrics: info?.metrics ?? null,
+    accumulated_cost_usd: usdOf(info?.costMicroUsd ?? 0n),
+    accumulated_cost_micro_usd: microUsdNumberOf(info?.costMicroUsd ?? 0n),
   };
 }
 

@@ -38,6 +38,9 @@ export async function recreateSchema(db: Database): Promise<void> {
 
 /** Every table the migrations create (bar MikroORM's own): emptied before each test. */
 export const TABLES = [
+  'spend_entries',
+  'spend_totals',
+  'spend_usages',
   'stream_tickets',
   'conversation_infos',
   'credit_ledger',
