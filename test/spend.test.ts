@@ -93,6 +93,8 @@ describe('spend ledger (POST /api/v1/webhooks/conversations charges the increase
     const body = await credits();
     expect(body).to.include({ spent_micro_usd: 123_457, spent_usd: 0.123457, purchased_usd: 0, balance_micro_usd: -123_457, balance_usd: -0.123457, overdrawn: true });
     expect(await conversation(id)).to.include({ accumulated_cost_usd: 0.123457, accumulated_cost_micro_usd: 123_457 });
+    const list = await client.request.get('/api/v1/conversations').set('X-Access-Token', user.accessToken).expect(200);
+    expect(list.body.items[0]).to.include({ id, accumulated_cost_usd: 0.123457, accumulated_cost_micro_usd: 123_457 });
   });
 
   it('charges nothing for a post older (updated_at) than the newest one, and the increase after it once', async () => {

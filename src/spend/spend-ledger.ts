@@ -27,9 +27,16 @@ export interface ChargeOutcome {
 /** `\u0000` and lone surrogates, which a `text` column cannot hold. */
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
-/** A label (usage id, model name) as a `text` column can hold it: unstorable characters become U+FFFD. */
+/** Labels are cut to this many characters: a key of a B-tree index cannot be kilobytes long. */
+const MAX_LABEL_CHARACTERS = 255;
+
+/**
+ * A label (usage id, model name) as the ledger can hold it: unstorable characters become U+FFFD and
+ * it is cut to `MAX_LABEL_CHARACTERS` code points. Real ones (`agent`, `anthropic/claude-…`) are short.
+ */
 function storableLabel(label: string): string {
-  return label.replace(UNSTORABLE, '\ufffd');
+  const storable = label.replace(UNSTORABLE, '\ufffd');
+  return storable.length <= MAX_LABEL_CHARACTERS ? storable : Array.from(storable).slice(0, MAX_LABEL_CHARACTERS).join('');
 }
 
 /**
