@@ -14,6 +14,10 @@ import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type 
 import { healthHandlers } from './api/handlers/health.ts';
 import { conversationHandlers } from './api/handlers/conversations.ts';
 import { superAdminHandlers } from './api/handlers/super-admins.ts';
+import { accountHandlers } from './api/handlers/account.ts';
+import { userHandlers } from './api/handlers/users.ts';
+import { auditHandlers } from './api/handlers/audit.ts';
+import { AuditLogService } from './audit/audit-service.ts';
 import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
 import { webhookHandlers } from './api/handlers/webhooks.ts';
 import { workspaceHandlers } from './api/handlers/workspaces.ts';
@@ -34,6 +38,10 @@ import { createWorkspaceService } from './workspaces/setup.ts';
 import { createBillingService } from './billing/billing-service.ts';
 import { SpendService } from './spend/spend-service.ts';
 import type { ChargeOutcome } from './spend/spend-ledger.ts';
+import { outboundWebhookHandlers } from './api/handlers/outbound-webhooks.ts';
+import { WebhookEndpointService } from './outbound/webhook-endpoint-service.ts';
+import { DeliveryWorker, registerDeliveryWorker } from './outbound/delivery-worker.ts';
+import { secretBoxFor } from './workspaces/setup.ts';
 
 export interface AppDeps {
   readonly config: Config;
@@ -90,8 +98,8 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     metrics.recordSpend(outcome.chargedMicroUsd, outcome.depleted !== undefined);
     if (outcome.depleted) {
       const { userId, conversationId, balanceMicroUsd } = outcome.depleted;
+      // The `billing.balance_depleted` outbound message was stored with the charge (chargeConversationSpend).
       logger.warn({ userId, conversationId, balanceMicroUsd: balanceMicroUsd.toString() }, 'balance depleted: spend took it below zero');
-      // Seam for the `billing.balance_depleted` outbound webhook (issue 21): send outcome.depleted here.
     }
   };
   const conversationInfos = new ConversationInfoService(orm.em, logger, observeSpend);
@@ -105,8 +113,21 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     stallMs: config.liveStreamStallMs,
     heartbeatMs: config.liveStreamHeartbeatMs,
     maxPerUser: config.liveStreamMaxPerUser,
-  }, logger);
+    credentialCheckMs: config.liveStreamCredentialCheckMs,
+  }, logger, (ids) => authenticator.stillValid(ids));
   const streamTickets = new StreamTickets(orm.em, config.liveStreamTicketTtlMs);
+  const secretBox = secretBoxFor(config, logger);
+  const webhookEndpoints = new WebhookEndpointService(orm.em, secretBox, config.outboundWebhooks);
+  // Built here, started by main.ts (or a test): the worker is the app's only background consumer.
+  const deliveryWorker = new DeliveryWorker(orm.em, orm.config.get('clientUrl')!, secretBox, config.outboundWebhooks, logger, {
+    attempt: (type, outcome, seconds) => metrics.recordOutboundAttempt(type, outcome, seconds),
+  });
+  metrics.trackOutboundQueueDepth(async () => {
+    const rows = await orm.em.getConnection().execute<{ pending: number }[]>(
+      `select count(*)::integer as pending from webhook_messages where state = 'pending'`,
+    );
+    return rows[0]!.pending;
+  });
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
@@ -114,10 +135,14 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...conversationHandlers(conversations),
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
+    ...accountHandlers(identity),
+    ...userHandlers(identity),
+    ...auditHandlers(new AuditLogService(orm.em)),
     ...workspaceHandlers(workspaces),
     ...billingHandlers(billing, spend),
     ...operationsHandlers(metrics),
     ...liveHandlers(conversations, liveStreams, streamTickets),
+    ...outboundWebhookHandlers(webhookEndpoints),
   };
 
   api.register({
@@ -200,6 +225,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
   registerLiveStreams(app, liveStreams);
+  registerDeliveryWorker(app, deliveryWorker);
 
   // Tracing (request id, access log, metrics) wraps error rendering, which comes first so that it
   // also catches what the body reader throws.

@@ -1,7 +1,7 @@
 import type { Knex } from '@mikro-orm/knex';
 import type { Logger } from '../logger.ts';
 import { numberTextOf } from '../lossless-json.ts';
-import { MICROS_PER_USD, microUsdOfDecimal } from './money.ts';
+import { MICROS_PER_USD, microUsdNumberOf, microUsdOfDecimal, usdOf } from './money.ts';
 
 /** What one LLM usage of a conversation has cost so far, as the agent-server reports it. */
 export interface UsageCost {
@@ -154,10 +154,20 @@ export async function chargeConversationSpend(
       [ownerId, total.toString(), ownerId],
     )
   ).rows as { spent: string; purchased: string }[];
-  const after = BigInt(balance!.purchased) * MICROS_PER_USD - BigInt(balance!.spent);
+  const purchased = BigInt(balance!.purchased) * MICROS_PER_USD;
+  const spent = BigInt(balance!.spent);
+  const after = purchased - spent;
   const before = after + total;
-  return {
-    chargedMicroUsd: total,
-    ...(before >= 0n && after < 0n ? { depleted: { userId: ownerId, conversationId, balanceMicroUsd: after } } : {}),
+  if (!(before >= 0n && after < 0n)) return { chargedMicroUsd: total };
+  // The outbound webhook message, stored with its cause (docs/outbound-webhooks.md); a user-level
+  // message, so no conversation filter applies.
+  const data = {
+    conversation_id: conversationId,
+    balance_usd: usdOf(after),
+    balance_micro_usd: microUsdNumberOf(after),
+    purchased_micro_usd: microUsdNumberOf(purchased),
+    spent_micro_usd: microUsdNumberOf(spent),
   };
+  await trx.raw(`select webhook_enqueue(?::uuid, null, 'billing.balance_depleted', ?::jsonb)`, [ownerId, JSON.stringify(data)]);
+  return { chargedMicroUsd: total, depleted: { userId: ownerId, conversationId, balanceMicroUsd: after } };
 }
