@@ -3893,7 +3893,9 @@ export interface operations {
                      *       "parent_conversation_id": null,
                      *       "sub_conversation_ids": [],
                      *       "forked_from_conversation_id": null,
-                     *       "tags": {}
+                     *       "tags": {},
+                     *       "accumulated_cost_usd": 0,
+                     *       "accumulated_cost_micro_usd": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
