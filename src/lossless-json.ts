@@ -292,3 +292,15 @@ export function stringifyJson(value: unknown): string {
   }
   return `{${parts.join(',')}}`;
 }
+
+/**
+ * The decimal text of the number `container[key]` as it was sent: the literal `parseJson` remembered
+ * when a double rounds it, else the number's shortest form, which for such a literal is its value.
+ * Undefined when the member is not a number.
+ */
+export function numberTextOf(container: object, key: string): string | undefined {
+  const value = (container as Record<string, unknown>)[key];
+  if (typeof value !== 'number') return undefined;
+  const literal = exactLiterals.get(container as Container)?.get(key);
+  return literal !== undefined && value === Number(literal) ? literal : String(value);
+}

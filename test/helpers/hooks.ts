@@ -42,6 +42,9 @@ export async function recreateSchema(db: Database): Promise<void> {
 
 /** Every table the migrations create (bar MikroORM's own): emptied before each test. */
 export const TABLES = [
+  'spend_entries',
+  'spend_totals',
+  'spend_usages',
   'audit_log',
   'webhook_attempts',
   'webhook_messages',
