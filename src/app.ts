@@ -37,7 +37,7 @@ export interface AppDeps {
   readonly config: Config;
   readonly logger: Logger;
   readonly orm: MikroORM;
-  readonly database: { isReachable(): Promise<boolean> };
+  readonly database: { isReachable(): Promise<boolean>; readonly listenUrl?: string };
 }
 
 type ErrorBody = { detail: unknown };
@@ -81,7 +81,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
   const authenticator = new Authenticator(orm.em, config.credentialCacheTtlMs);
   const identity = new IdentityService(orm.em);
-  const conversations = new ConversationService(orm.em, logger, config.ingestGroup);
+  const conversations = new ConversationService(orm.em, logger, config.ingestGroup, config.database.poolMode === 'session');
   const conversationInfos = new ConversationInfoService(orm.em, logger);
   const verifiedModels = new VerifiedModelService(orm.em);
   const workspaces = createWorkspaceService(config, orm.em, logger);
@@ -89,7 +89,8 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   // tarn's pool under MikroORM's knex, read at each scrape.
   const metrics = new Metrics(() => orm.em.getConnection().getKnex().client.pool as PoolStats | undefined);
   const checkMetricsToken = metricsTokenChecker(config.metricsToken);
-  const liveStreams = new LiveStreams(orm.config.get('clientUrl')!, conversations, {
+  // LISTEN needs a session of its own: straight to PostgreSQL, not through a transaction pooler.
+  const liveStreams = new LiveStreams(deps.database.listenUrl ?? orm.config.get('clientUrl')!, conversations, {
     bufferBytes: config.liveStreamBufferBytes,
     stallMs: config.liveStreamStallMs,
     heartbeatMs: config.liveStreamHeartbeatMs,

@@ -20,12 +20,28 @@ export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { acquireTimeoutMs: 5
 
 /** Where the database comes from: a URL the operator gives us, or a PostgreSQL we run ourselves. */
 export type DatabaseConfig = (
-  | { readonly kind: 'url'; readonly url: string }
+  | {
+      readonly kind: 'url';
+      readonly url: string;
+      /**
+       * `DATABASE_LISTEN_URL`: a direct (session) connection to PostgreSQL, never through a
+       * transaction-pooling PgBouncer: LISTEN, session advisory locks, job queues. Defaults to `url`.
+       */
+      readonly listenUrl: string;
+    }
   | { readonly kind: 'embedded'; readonly dataDir: string; readonly port: number }
 ) & {
   /** Connections in the pool: concurrent webhook transactions, each waiting on its commit's flush. */
   readonly poolSize: number;
   readonly timeouts: DatabaseTimeouts;
+  /**
+   * `DATABASE_POOL_MODE`: `session` when `DATABASE_URL` reaches PostgreSQL (or a session-pooling
+   * PgBouncer), `transaction` behind a transaction-pooling PgBouncer: then no named prepared
+   * statements and no session settings in the startup packet (see docs/scaling.md).
+   */
+  readonly poolMode: 'session' | 'transaction';
+  /** `DATABASE_APPLICATION_NAME`: `application_name` of the pool's connections (pg_stat_activity). */
+  readonly applicationName: string;
 };
 
 export interface Config {
@@ -146,9 +162,23 @@ export function loadConfig(env: Env = process.env): Config {
     queryTimeoutMs: integer(env, 'DB_QUERY_TIMEOUT_MS', defaults.queryTimeoutMs, 100, 3_600_000),
     readinessTimeoutMs: integer(env, 'READINESS_TIMEOUT_MS', defaults.readinessTimeoutMs, 100, 60_000),
   };
+  const listenUrl = env.DATABASE_LISTEN_URL?.trim() || undefined;
+  if (listenUrl && !/^postgres(ql)?:\/\//.test(listenUrl)) {
+    throw new ConfigError('DATABASE_LISTEN_URL must be a postgres:// or postgresql:// URL');
+  }
+  if (listenUrl && !databaseUrl) throw new ConfigError('DATABASE_LISTEN_URL needs DATABASE_URL (the embedded database has one address)');
+  const poolMode = env.DATABASE_POOL_MODE?.trim() || 'session';
+  if (poolMode !== 'session' && poolMode !== 'transaction') {
+    throw new ConfigError(`DATABASE_POOL_MODE must be session or transaction, got "${poolMode}"`);
+  }
+  const applicationName = env.DATABASE_APPLICATION_NAME?.trim() || 'agent-platform';
+  if (!/^[\x20-\x7e]{1,63}$/.test(applicationName)) {
+    throw new ConfigError('DATABASE_APPLICATION_NAME must be 1 to 63 printable ASCII characters');
+  }
+  const common = { poolSize, timeouts, poolMode, applicationName } as const;
   const database: DatabaseConfig = databaseUrl
-    ? { kind: 'url', url: databaseUrl, poolSize, timeouts }
-    : { kind: 'embedded', dataDir, port: integer(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535), poolSize, timeouts };
+    ? { kind: 'url', url: databaseUrl, listenUrl: listenUrl ?? databaseUrl, ...common }
+    : { kind: 'embedded', dataDir, port: integer(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535), ...common };
 
   return Object.freeze({
     port: integer(env, 'PORT', 3000, 0, 65535),

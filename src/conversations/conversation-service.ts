@@ -100,6 +100,8 @@ export class ConversationService {
     private readonly log: Logger,
     /** The bounds of the group commit (`config.ingestGroup`: the INGEST_* settings). */
     groupCommit: GroupCommitOptions,
+    /** False behind a transaction-pooling PgBouncer, where a statement prepared on one server connection is unknown on the next. */
+    private readonly namedStatements = true,
   ) {
     // A database that cannot serve us fails every batch alike: no retrying them one by one.
     this.ingestion = new GroupCommitter((batches) => this.appendEvents(batches), groupCommit, isDatabaseUnavailable);
@@ -209,7 +211,7 @@ export class ConversationService {
     let rows: (BatchOutcome & { batch: number })[];
     try {
       const result = await connection.query({
-        name: 'ingest_event_batches',
+        ...(this.namedStatements ? { name: 'ingest_event_batches' } : {}),
         text: 'select batch, owner_id, stored from ingest_event_batches($1, $2, $3, $4, $5, $6, $7, $8, $9)',
         values: [conversations, owners, eventBatches, eventIds, kinds, statuses, jsonArray(payloads), deltaBatches, deltas],
       });
