@@ -18,6 +18,8 @@ export function testConfig(): Config {
     EMBEDDED_PG_PORT: process.env.TEST_EMBEDDED_PG_PORT ?? '54339',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
     CREDENTIAL_CACHE_TTL_MS: '0',
+    // Tells the tests' own connections apart from the servers' in pg_stat_activity.
+    DATABASE_APPLICATION_NAME: 'agent-platform-tests',
   });
   return config;
 }
