@@ -29,7 +29,7 @@ function integer(name: string, fallback: number, min: number, max: number): numb
 const instances = integer('CLUSTER_INSTANCES', 2, 1, 64);
 const firstPort = integer('CLUSTER_PORT', 3000, 1024, 65535 - instances);
 const poolSize = integer('CLUSTER_POOL_SIZE', 10, 1, 1000);
-const pgbouncerPort = integer('CLUSTER_PGBOUNCER_PORT', 6432, 1024, 65535);
+const pgbouncerPort = integer('CLUSTER_PGBOUNCER_PORT', 6433, 1024, 65535);
 const embeddedPort = integer('CLUSTER_EMBEDDED_PG_PORT', 54359, 1024, 65535);
 const queryTimeoutMs = integer('DB_QUERY_TIMEOUT_MS', 30_000, 100, 3_600_000);
 const shutdownGraceMs = integer('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000);

@@ -90,6 +90,10 @@ export interface Config {
   /** How long a stream ticket (for browsers' EventSource) stays valid; it is single-use. */
   readonly liveStreamTicketTtlMs: number;
 
+  // Retention (src/retention/)
+  /** Deleting conversations not updated for `RETENTION_DAYS`; undefined (unset) keeps everything for ever. */
+  readonly retention: RetentionConfig | undefined;
+
   // Reliability: connection timeouts (slow clients); the database's are in `database.timeouts`.
   /** The whole header block of a request must arrive within this time (slowloris headers). */
   readonly httpHeadersTimeoutMs: number;
@@ -97,6 +101,18 @@ export interface Config {
   readonly httpRequestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this time. */
   readonly httpKeepAliveTimeoutMs: number;
+}
+
+/** Retention of conversations (see docs/scaling.md). */
+export interface RetentionConfig {
+  /** `RETENTION_DAYS`: a conversation not updated for this many days is deleted with its events. */
+  readonly days: number;
+  /** `RETENTION_ARCHIVE_DIR`: where each conversation is written (gzipped NDJSON) before it is deleted; unset → no archive. */
+  readonly archiveDir: string | undefined;
+  /** `RETENTION_INTERVAL_MS`: time between two sweeps (the first comes one interval after start). */
+  readonly intervalMs: number;
+  /** `RETENTION_BATCH_EVENTS`: events deleted per transaction, so that no deletion holds locks or WAL for long. */
+  readonly batchEvents: number;
 }
 
 /** Stripe Checkout: the secret API key, the webhook signing secret and (for tests) the API's address. */
@@ -216,10 +232,26 @@ export function loadConfig(env: Env = process.env): Config {
     liveStreamMaxPerUser: integer(env, 'LIVE_STREAM_MAX_PER_USER', 10, 1, 10_000),
     liveStreamTicketTtlMs: integer(env, 'LIVE_STREAM_TICKET_TTL_MS', 60_000, 1_000, 3_600_000),
 
+    retention: loadRetentionConfig(env),
+
     // Reliability: connection timeouts.
     httpHeadersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
     httpRequestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 120_000, 100, 3_600_000),
     httpKeepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
+  });
+}
+
+function loadRetentionConfig(env: Env): RetentionConfig | undefined {
+  const archiveDir = env.RETENTION_ARCHIVE_DIR?.trim() || undefined;
+  if (env.RETENTION_DAYS === undefined || env.RETENTION_DAYS.trim() === '') {
+    if (archiveDir) throw new ConfigError('RETENTION_ARCHIVE_DIR is set but RETENTION_DAYS is not: nothing would be archived');
+    return undefined;
+  }
+  return Object.freeze({
+    days: integer(env, 'RETENTION_DAYS', 0, 1, 36_500),
+    archiveDir: archiveDir ? path.resolve(archiveDir) : undefined,
+    intervalMs: integer(env, 'RETENTION_INTERVAL_MS', 3_600_000, 1_000, 7 * 86_400_000),
+    batchEvents: integer(env, 'RETENTION_BATCH_EVENTS', 2_000, 1, 1_000_000),
   });
 }
 

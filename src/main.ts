@@ -5,6 +5,7 @@ import { openDatabase, type Database } from './db/database.ts';
 import { createApp } from './app.ts';
 import { liveStreamsOf } from './live/live-streams.ts';
 import { listen } from './http-server.ts';
+import { RetentionService } from './retention/retention-service.ts';
 
 /**
  * Load config → open the database (migrated) → create the app → listen; stop cleanly on signals.
@@ -46,6 +47,8 @@ async function main(): Promise<void> {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   logger.info({ url: `http://${config.host}:${port}`, database: config.database.kind }, 'server listening');
+  const retention = config.retention && new RetentionService(database.orm.em, database.listenUrl, config.retention, logger);
+  retention?.start();
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
@@ -53,6 +56,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     const started = Date.now();
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    const retentionStopped = retention?.stop();
     // Live streams never finish by themselves: end them (clients resume elsewhere) while the
     // database they read from is still open.
     await liveStreamsOf(app)?.close();
@@ -66,6 +70,7 @@ async function main(): Promise<void> {
       server.closeIdleConnections();
     });
     clearTimeout(forced);
+    await retentionStopped;
     await database.close();
     logger.info({ ms: Date.now() - started }, 'stopped');
     process.exit(0);

@@ -33,10 +33,13 @@ export function withoutEncryptedContent(payload: string): string {
   return payload.includes('"encrypted_content":"') ? payload.replace(ENCRYPTED_CONTENT, '"encrypted_content":null') : payload;
 }
 
+/** One stored event as JSON text (`StoredEvent`: seq, received_at, the event as stored), as lists and archives render it. */
+export function toStoredEventJson(row: { seq: number; received_at: string; payload: string }): string {
+  return `{"seq":${row.seq},"received_at":"${new Date(row.received_at).toISOString()}","event":${withoutEncryptedContent(row.payload)}}`;
+}
+
 export function toEventPageJson(rows: { seq: number; received_at: string; payload: string }[], more: boolean): string {
-  const items = rows.map(
-    (row) => `{"seq":${row.seq},"received_at":"${new Date(row.received_at).toISOString()}","event":${withoutEncryptedContent(row.payload)}}`,
-  );
+  const items = rows.map(toStoredEventJson);
   const nextAfterSeq = more ? rows[rows.length - 1]!.seq : null;
   return `{"items":[${items.join(',')}],"next_after_seq":${nextAfterSeq}}`;
 }
