@@ -16,7 +16,7 @@ import { testDatabase } from './helpers/hooks.ts';
 
 /** Retention (RETENTION_DAYS, RETENTION_ARCHIVE_DIR): src/retention/. */
 describe('retention of conversations (RETENTION_DAYS)', function () {
-  this.timeout(600_000);
+  this.timeout(60_000);
   let app: TestApp;
   let user: UserFixture;
   let archiveDir: string;
@@ -138,9 +138,10 @@ describe('retention of conversations (RETENTION_DAYS)', function () {
     expect(await eventCount(conversationId)).to.be.greaterThan(0);
   });
 
-  it('does not stall ingestion while a large conversation is deleted (webhook p99 measured during the deletion)', async () => {
+  it('does not stall ingestion while a large conversation is deleted (webhook p99 measured during the deletion)', async function () {
     // RETENTION_TEST_EVENTS=500000 reproduces the figure in docs/scaling.md.
     const EVENTS = Number(process.env.RETENTION_TEST_EVENTS ?? 30_000);
+    this.timeout(60_000 + EVENTS);
     const big = randomUUID();
     await sql(`insert into conversations (id, owner_id, event_count, updated_at) values (?, ?, ?, now() - interval '40 days')`, [big, user.userId, EVENTS]);
     await sql(
@@ -157,7 +158,8 @@ describe('retention of conversations (RETENTION_DAYS)', function () {
       await post(live, 5);
       return performance.now() - started;
     };
-    const p99 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * 0.99))]!;
+    const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * q))]!;
+    const p99 = (values: number[]) => quantile(values, 0.99);
     const before: number[] = [];
     for (let i = 0; i < 100; i++) before.push(await timed());
 
@@ -172,8 +174,9 @@ describe('retention of conversations (RETENTION_DAYS)', function () {
     const seconds = (performance.now() - started) / 1000;
 
     console.log(
-      `      retention: ${EVENTS} events deleted in ${seconds.toFixed(2)} s (batches of 2000); webhook p99 ${p99(during).toFixed(1)} ms during ` +
-        `(${during.length} requests) vs ${p99(before).toFixed(1)} ms before`,
+      `      retention: ${EVENTS} events deleted in ${seconds.toFixed(2)} s (batches of 2000); webhook p50/p99 ` +
+        `${quantile(during, 0.5).toFixed(1)}/${p99(during).toFixed(1)} ms during (${during.length} requests) vs ` +
+        `${quantile(before, 0.5).toFixed(1)}/${p99(before).toFixed(1)} ms before`,
     );
     expect(result).to.deep.equal({ skipped: false, conversations: 1, events: EVENTS, archived: 0 });
     expect(during.length, 'deliveries went on during the deletion').to.be.greaterThan(5);
