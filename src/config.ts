@@ -113,6 +113,8 @@ export interface RetentionConfig {
   readonly intervalMs: number;
   /** `RETENTION_BATCH_EVENTS`: events deleted per transaction, so that no deletion holds locks or WAL for long. */
   readonly batchEvents: number;
+  /** `RETENTION_BATCH_PAUSE_MS`: pause between two batches, leaving the database to ingestion in between. */
+  readonly batchPauseMs: number;
 }
 
 /** Stripe Checkout: the secret API key, the webhook signing secret and (for tests) the API's address. */
@@ -252,6 +254,7 @@ function loadRetentionConfig(env: Env): RetentionConfig | undefined {
     archiveDir: archiveDir ? path.resolve(archiveDir) : undefined,
     intervalMs: integer(env, 'RETENTION_INTERVAL_MS', 3_600_000, 1_000, 7 * 86_400_000),
     batchEvents: integer(env, 'RETENTION_BATCH_EVENTS', 2_000, 1, 1_000_000),
+    batchPauseMs: integer(env, 'RETENTION_BATCH_PAUSE_MS', 10, 0, 60_000),
   });
 }
 

@@ -167,6 +167,7 @@ describe('npm run cluster (PostgreSQL, PgBouncer in transaction pooling mode, N 
     );
     const urls = cluster.instances().map((instance) => instance.url);
     expect(urls).to.have.length(INSTANCES);
+    expect(fs.readFileSync(path.join(cluster.dataDir, 'instance-1.log'), 'utf8')).not.to.include('statement_timeout differs');
     const user: UserFixture = await createUserFixture();
     // The pooler's server connections carry DB_QUERY_TIMEOUT_MS (the client cannot send it through PgBouncer).
     const pooled = new URL(testDatabase().url);

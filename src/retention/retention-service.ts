@@ -119,7 +119,7 @@ export class RetentionService {
 
   /** Archives (if configured) then deletes one conversation; undefined when it was revived or is gone. */
   private async retire(conversationId: string): Promise<{ events: number; archive: string | undefined } | undefined> {
-    const { days, batchEvents, archiveDir } = this.config;
+    const { days, batchEvents, batchPauseMs, archiveDir } = this.config;
     const archive = archiveDir ? await writeConversationArchive(this.em, conversationId, archiveDir) : undefined;
     if (archiveDir && !archive) return undefined;
     const knex = this.em.getConnection().getKnex();
@@ -145,6 +145,7 @@ export class RetentionService {
       }
       events += deleted;
       if (deleted < batchEvents) break;
+      if (batchPauseMs > 0) await new Promise((resolve) => setTimeout(resolve, batchPauseMs));
     }
     const removed = await this.em
       .getConnection()
