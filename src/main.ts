@@ -6,6 +6,7 @@ import { createApp } from './app.ts';
 import { liveStreamsOf } from './live/live-streams.ts';
 import { listen } from './http-server.ts';
 import { RetentionService } from './retention/retention-service.ts';
+import { deliveryWorkerOf } from './outbound/delivery-worker.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { firstSuperAdminCommand, listeningUrl } from './startup-log.ts';
 
@@ -41,6 +42,7 @@ async function main(): Promise<void> {
   let app: Awaited<ReturnType<typeof createApp>>;
   try {
     app = await createApp({ config, logger, orm: database.orm, database });
+    if (config.outboundWebhooks.worker) await deliveryWorkerOf(app)!.start();
     server = await listen(app, config);
   } catch (error) {
     await database.close();
@@ -80,6 +82,8 @@ async function main(): Promise<void> {
     });
     clearTimeout(forced);
     await retentionStopped;
+    // Attempts in flight finish (or are given up on and made again elsewhere) before the pool closes.
+    await deliveryWorkerOf(app)?.stop(config.shutdownGraceMs);
     await database.close();
     logger.info({ ms: Date.now() - started }, 'stopped');
     process.exit(0);

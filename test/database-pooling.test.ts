@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { ormOptions } from '../src/db/database.ts';
+import { ormOptions, unnamedStatementsOnly } from '../src/db/database.ts';
 
 /** Settings for running behind a transaction-pooling PgBouncer (docs/scaling.md); end to end in test/cluster.test.ts. */
 describe('DATABASE_POOL_MODE, DATABASE_LISTEN_URL, DATABASE_APPLICATION_NAME', () => {
@@ -13,9 +13,8 @@ describe('DATABASE_POOL_MODE, DATABASE_LISTEN_URL, DATABASE_APPLICATION_NAME', (
     expect(pooled).to.include({ listenUrl: 'postgres://app@db:5432/app', poolMode: 'transaction' });
   });
 
-  it('refuses a DATABASE_LISTEN_URL that is not postgres:// or comes without DATABASE_URL, and an unknown DATABASE_POOL_MODE', () => {
+  it('refuses a DATABASE_LISTEN_URL that is not postgres://, and an unknown DATABASE_POOL_MODE', () => {
     expect(() => loadConfig({ DATABASE_URL: url, DATABASE_LISTEN_URL: 'mysql://db/app' })).to.throw(ConfigError, /DATABASE_LISTEN_URL/);
-    expect(() => loadConfig({ DATABASE_LISTEN_URL: 'postgres://db/app' })).to.throw(ConfigError, /DATABASE_LISTEN_URL needs DATABASE_URL/);
     expect(() => loadConfig({ DATABASE_URL: url, DATABASE_POOL_MODE: 'statement' })).to.throw(ConfigError, /DATABASE_POOL_MODE/);
   });
 
@@ -25,5 +24,17 @@ describe('DATABASE_POOL_MODE, DATABASE_LISTEN_URL, DATABASE_APPLICATION_NAME', (
     expect(connection('session')).to.include({ statement_timeout: 30_000, application_name: 'ingest-a' });
     expect(connection('transaction')).to.include({ application_name: 'ingest-a' });
     expect(connection('transaction')).not.to.have.property('statement_timeout');
+  });
+
+  it('sends every named statement unnamed in transaction mode (PgBouncer 1.18 cannot keep prepared statements)', () => {
+    const pool = (poolMode: 'session' | 'transaction') =>
+      ormOptions(url, undefined, 5, undefined, { poolMode, applicationName: 'a' }).pool as { afterCreate?: unknown };
+    expect(pool('session').afterCreate).to.equal(undefined);
+    const sent: unknown[] = [];
+    const connection = { query: (config: unknown) => sent.push(config) };
+    (pool('transaction').afterCreate as typeof unnamedStatementsOnly)(connection, () => {});
+    connection.query({ name: 'ingest_event_batches', text: 'select 1', values: [] });
+    connection.query('select 2');
+    expect(sent).to.deep.equal([{ text: 'select 1', values: [] }, 'select 2']);
   });
 });

@@ -18,8 +18,11 @@ import { Migration20261123040000_conversation_info } from './migrations/Migratio
 import { Migration20261123050000_live_streams } from './migrations/Migration20261123050000_live_streams.ts';
 import { Migration20261123060000_group_commit } from './migrations/Migration20261123060000_group_commit.ts';
 import { Migration20261123070000_set_based_ingest } from './migrations/Migration20261123070000_set_based_ingest.ts';
+import { Migration20261125010000_search } from './migrations/Migration20261125010000_search.ts';
+import { Migration20261125020000_outbound_webhooks } from './migrations/Migration20261125020000_outbound_webhooks.ts';
 import { Migration20261125030000_administration } from './migrations/Migration20261125030000_administration.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
+import { installQueueSchema } from '../outbound/queue-schema.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
 export const MIGRATIONS = [
@@ -33,6 +36,8 @@ export const MIGRATIONS = [
   { name: 'Migration20261123050000_live_streams', class: Migration20261123050000_live_streams },
   { name: 'Migration20261123060000_group_commit', class: Migration20261123060000_group_commit },
   { name: 'Migration20261123070000_set_based_ingest', class: Migration20261123070000_set_based_ingest },
+  { name: 'Migration20261125010000_search', class: Migration20261125010000_search },
+  { name: 'Migration20261125020000_outbound_webhooks', class: Migration20261125020000_outbound_webhooks },
   { name: 'Migration20261125030000_administration', class: Migration20261125030000_administration },
 ];
 
@@ -90,6 +95,9 @@ export function ormOptions(
       // A connection whose last query never got its answer (the database stalled and the client-side
       // `query_timeout` gave up on it) is discarded, not handed to the next request to stall again.
       validate: (connection: { readyForQuery?: boolean }) => connection.readyForQuery !== false,
+      // Behind a transaction pooler a statement prepared on one server connection is unknown (or
+      // already exists) on the next: every named statement of ours (sqlRows' `name`) goes unnamed.
+      ...(session.poolMode === 'transaction' ? { afterCreate: unnamedStatementsOnly } : {}),
     } as Options['pool'],
     driverOptions: {
       // knex would otherwise put bound values (credential hashes, event payloads) into error messages.
@@ -118,13 +126,41 @@ export function ormOptions(
   };
 }
 
-/** Applies every pending migration; safe to call from several processes at once. */
+type QueryConfig = { name?: string } & Record<string, unknown>;
+
+/** knex pool hook: the connection's queries lose their `name`, so nothing is prepared by name. */
+export function unnamedStatementsOnly(
+  connection: { query: (...args: unknown[]) => unknown },
+  done: (error: Error | null, connection: unknown) => void,
+): void {
+  const query = connection.query.bind(connection);
+  connection.query = (config: unknown, ...rest: unknown[]) => {
+    if (config && typeof config === 'object' && 'name' in config) {
+      const { name: _name, ...unnamed } = config as QueryConfig;
+      return query(unnamed, ...rest);
+    }
+    return query(config, ...rest);
+  };
+  done(null, connection);
+}
+
+/**
+ * Applies every pending migration, then installs the job queue's schema (pg-boss, for outbound
+ * webhooks) if missing; safe to call from several processes at once.
+ */
 export async function migrate(orm: MikroORM): Promise<void> {
   const knex = orm.em.getConnection().getKnex();
   await knex.transaction(async (trx) => {
     await trx.raw('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK_ID]);
     await orm.getMigrator().up();
   });
+  const client = knex.client;
+  const connection = await client.acquireConnection();
+  try {
+    await installQueueSchema(connection);
+  } finally {
+    await client.releaseConnection(connection);
+  }
 }
 
 /**

@@ -4,12 +4,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { conversationInfoSummaries } from '../conversations/conversation-info-service.ts';
-import { Conversation } from '../conversations/entities.ts';
-import { toConversationView, toStoredEventJson } from '../conversations/mapper.ts';
-
-/** Events read per query while archiving: memory stays bounded whatever the conversation's size. */
-const PAGE_EVENTS = 1_000;
+import { conversationExport } from '../conversations/export.ts';
 
 /** The archive file of a conversation under `dir`. */
 export function archiveFile(dir: string, conversationId: string): string {
@@ -17,39 +12,23 @@ export function archiveFile(dir: string, conversationId: string): string {
 }
 
 /**
- * The conversation as NDJSON lines: first the conversation (as `GET /api/v1/conversations/{id}` shows
- * it), then each stored event in sequence order as `GET …/events` renders it (the stored text).
- */
-async function* conversationLines(em: EntityManager, conversation: Conversation): AsyncGenerator<string> {
-  const infos = await conversationInfoSummaries(em, [conversation.id]);
-  yield `${JSON.stringify(toConversationView(conversation, infos.get(conversation.id)))}\n`;
-  let afterSeq = 0;
-  for (;;) {
-    const rows = await em
-      .getConnection()
-      .execute<{ seq: number; received_at: string; payload: string }[]>(
-        'select seq, received_at, payload::text as payload from conversation_events where conversation_id = ? and seq > ? order by seq limit ?',
-        [conversation.id, afterSeq, PAGE_EVENTS],
-      );
-    if (rows.length === 0) return;
-    yield rows.map((row) => `${toStoredEventJson(row)}\n`).join('');
-    afterSeq = rows[rows.length - 1]!.seq;
-  }
-}
-
-/**
- * Writes `conversation-<id>.ndjson.gz` under `dir`, durably (written under a temporary name, flushed,
- * then renamed), streaming in bounded memory. Returns the file, or undefined when the conversation no
- * longer exists.
+ * Writes `conversation-<id>.ndjson.gz` under `dir`: the conversation's export (the NDJSON of
+ * `GET …/export`, streamed in bounded memory), keeping `encrypted_content` so that the archive can
+ * restore it. Durable: written under a temporary name, flushed, then renamed. Returns the file, or
+ * undefined when the conversation no longer exists.
  */
 export async function writeConversationArchive(em: EntityManager, conversationId: string, dir: string): Promise<string | undefined> {
-  const conversation = await em.fork().findOne(Conversation, { id: conversationId });
-  if (!conversation) return undefined;
+  const exists = await em.getConnection().execute<unknown[]>('select 1 from conversations where id = ?', [conversationId]);
+  if (exists.length === 0) return undefined;
   fs.mkdirSync(dir, { recursive: true });
   const file = archiveFile(dir, conversationId);
   const partial = `${file}.partial`;
   try {
-    await pipeline(Readable.from(conversationLines(em, conversation)), createGzip(), fs.createWriteStream(partial, { mode: 0o600 }));
+    await pipeline(
+      Readable.from(conversationExport(em, conversationId, { keepEncryptedContent: true })),
+      createGzip(),
+      fs.createWriteStream(partial, { mode: 0o600 }),
+    );
     const fd = fs.openSync(partial, 'r');
     try {
       fs.fsyncSync(fd);
