@@ -155,14 +155,23 @@ describe('npm run cluster (PostgreSQL, PgBouncer in transaction pooling mode, N 
     }
   });
 
-  it('4 instances through PgBouncer (pool 10), one SIGKILLed mid-load and restarted: every acknowledged event stored once, seq without gaps, every live subscriber sees every event, PostgreSQL connections never above pool + listeners', async () => {
+  it('4 instances through PgBouncer (pool 10), one SIGKILLed mid-load and restarted: every acknowledged event stored once, seq without gaps, every live subscriber sees every event, PostgreSQL connections through PgBouncer never above its pool (plus one listener and the job queue\'s pool per instance, direct)', async () => {
     const POOL = 10;
     const INSTANCES = 4;
     const CONVERSATIONS = 8;
     const BATCHES = 48;
     const BATCH_SIZE = 5;
+    // The outbound-webhook job queue (pg-boss) keeps its own direct pool per instance, on DATABASE_LISTEN_URL: concurrency + 2.
+    const QUEUE_CONCURRENCY = 2;
+    const QUEUE_PER_INSTANCE = QUEUE_CONCURRENCY + 2;
     const cluster = await startCluster(
-      { CLUSTER_INSTANCES: String(INSTANCES), CLUSTER_POOL_SIZE: String(POOL), DATABASE_URL: testDatabase().url, CREDENTIAL_CACHE_TTL_MS: '0' },
+      {
+        CLUSTER_INSTANCES: String(INSTANCES),
+        CLUSTER_POOL_SIZE: String(POOL),
+        DATABASE_URL: testDatabase().url,
+        CREDENTIAL_CACHE_TTL_MS: '0',
+        OUTBOUND_WEBHOOK_CONCURRENCY: String(QUEUE_CONCURRENCY),
+      },
       'node',
     );
     const urls = cluster.instances().map((instance) => instance.url);
@@ -180,14 +189,15 @@ describe('npm run cluster (PostgreSQL, PgBouncer in transaction pooling mode, N 
     // PostgreSQL's own count of connections to this database, but for this test's own.
     const sampler = new pg.Client({ connectionString: testDatabase().url, application_name: 'agent-platform-tests' });
     await sampler.connect();
-    const samples: { total: number; listeners: number }[] = [];
+    const samples: { total: number; listeners: number; queue: number }[] = [];
     const sample = async () => {
-      const { rows } = await sampler.query<{ total: string; listeners: string }>(
-        `select count(*) as total, count(*) filter (where application_name = 'live-activity-listener') as listeners
+      const { rows } = await sampler.query<{ total: string; listeners: string; queue: string }>(
+        `select count(*) as total, count(*) filter (where application_name = 'live-activity-listener') as listeners,
+                count(*) filter (where application_name = 'agent-platform-webhooks') as queue
            from pg_stat_activity
           where datname = current_database() and backend_type = 'client backend' and application_name <> 'agent-platform-tests'`,
       );
-      samples.push({ total: Number(rows[0]!.total), listeners: Number(rows[0]!.listeners) });
+      samples.push({ total: Number(rows[0]!.total), listeners: Number(rows[0]!.listeners), queue: Number(rows[0]!.queue) });
     };
 
     const sent = new Map<string, string[]>();
@@ -283,16 +293,21 @@ describe('npm run cluster (PostgreSQL, PgBouncer in transaction pooling mode, N 
     await sampled;
     await sampler.end();
 
+    const maxPooled = Math.max(...samples.map((s) => s.total - s.listeners - s.queue));
     const maxTotal = Math.max(...samples.map((s) => s.total));
     const maxListeners = Math.max(...samples.map((s) => s.listeners));
+    const maxQueue = Math.max(...samples.map((s) => s.queue));
     console.log(
       `      cluster: ${CONVERSATIONS * BATCHES * BATCH_SIZE} events in ${loadSeconds.toFixed(1)} s through ${INSTANCES} instances ` +
         `(one SIGKILLed) = ${((CONVERSATIONS * BATCHES * BATCH_SIZE) / loadSeconds).toFixed(0)} events/s; PostgreSQL connections ` +
-        `max ${maxTotal} (listeners ${maxListeners}) over ${samples.length} samples; bound ${POOL} + ${INSTANCES}`,
+        `max ${maxTotal} over ${samples.length} samples: through PgBouncer max ${maxPooled} (pool ${POOL}), listeners max ${maxListeners} ` +
+        `(${INSTANCES} instances), job queue max ${maxQueue} (${INSTANCES} × ${QUEUE_PER_INSTANCE})`,
     );
     expect(samples.length).to.be.greaterThan(5);
+    expect(maxPooled, 'connections through PgBouncer: at most its pool').to.be.at.most(POOL);
     expect(maxListeners).to.be.at.most(INSTANCES);
-    expect(maxTotal, 'PostgreSQL connections: at most the pool plus one listener per instance').to.be.at.most(POOL + INSTANCES);
+    expect(maxQueue).to.be.at.most(INSTANCES * QUEUE_PER_INSTANCE);
+    expect(maxTotal, 'PostgreSQL connections: the pool, one listener and the queue per instance').to.be.at.most(POOL + INSTANCES * (1 + QUEUE_PER_INSTANCE));
 
     // Throughput through four instances against one (a figure for docs/scaling.md, not an assertion:
     // on a shared two-core machine the instances compete with PostgreSQL for the same cores).
