@@ -261,7 +261,9 @@ async function main(): Promise<void> {
     console.log(`instance ${index + 1} http://${host}:${port} pid ${child.pid}`);
     return true;
   };
-  const started = await Promise.all(Array.from({ length: instances }, (_, i) => start(i)));
+  // The first instance migrates (and installs the job queue's schema) alone; the others then find it done.
+  const first = await start(0);
+  const started = [first, ...(first ? await Promise.all(Array.from({ length: instances - 1 }, (_, i) => start(i + 1))) : [])];
   if (stopping) return shutdown(0);
   if (started.includes(false)) return shutdown(1);
   console.log(`cluster ready: ${instances} instances, logs in ${dataDir}; Ctrl-C stops them all`);
