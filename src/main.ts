@@ -5,6 +5,7 @@ import { openDatabase, type Database } from './db/database.ts';
 import { createApp } from './app.ts';
 import { liveStreamsOf } from './live/live-streams.ts';
 import { listen } from './http-server.ts';
+import { buildConsole, consoleIsBuilt } from './console/bundle.ts';
 
 /**
  * Load config → open the database (migrated) → create the app → listen; stop cleanly on signals.
@@ -38,6 +39,8 @@ async function main(): Promise<void> {
   let app: Awaited<ReturnType<typeof createApp>>;
   try {
     app = await createApp({ config, logger, orm: database.orm, database });
+    // A fresh clone has no built console: build it now so that the first page is not slow.
+    if (!consoleIsBuilt()) logger.info({ ms: Math.round(await buildConsole()) }, 'console built');
     server = await listen(app, config);
   } catch (error) {
     await database.close();

@@ -1,0 +1,347 @@
+import fs from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { expect } from 'chai';
+import type { Browser, Page } from 'playwright-core';
+import { createApp } from '../src/app.ts';
+import { buildConsole } from '../src/console/bundle.ts';
+import { liveStreamsOf } from '../src/live/live-streams.ts';
+import { createLogger } from '../src/logger.ts';
+import { minimalEvent } from './fixtures/events.ts';
+import { launchBrowserOrSkip } from './helpers/browser.ts';
+import { createUserFixture, type UserFixture } from './helpers/fixtures.ts';
+import { testConfig, testDatabase } from './helpers/hooks.ts';
+import { freePort } from './helpers/server-process.ts';
+
+const require = createRequire(import.meta.url);
+const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+/** Screenshots for people to look at (ignored by git). */
+const SCREENSHOTS = path.join(import.meta.dirname, '..', 'test-results', 'screenshots');
+
+/**
+ * The web console as a person uses it: headless Chromium against a real listening server. Each
+ * page is checked with axe-core and photographed at 1280 and 375 px wide.
+ */
+describe('console in a browser (headless Chromium)', function () {
+  this.timeout(120_000);
+  let browser: Browser;
+  let server: Server;
+  let app: Awaited<ReturnType<typeof createApp>>;
+  let baseUrl: string;
+  let user: UserFixture;
+  let page: Page;
+  const pageErrors: string[] = [];
+
+  before(async function () {
+    browser = await launchBrowserOrSkip(this);
+    await buildConsole();
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    const port = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    const database = testDatabase();
+    app = await createApp({
+      config: { ...testConfig(), billing: { ...testConfig().billing, provider: 'local', publicBaseUrl: baseUrl } },
+      logger: createLogger('silent'),
+      orm: database.orm,
+      database,
+    });
+    server = app.listen(port, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+  });
+  after(async () => {
+    await browser?.close();
+    await liveStreamsOf(app)?.close();
+    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+  });
+  beforeEach(async () => {
+    user = await createUserFixture();
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    pageErrors.length = 0;
+    page.on('pageerror', (error) => pageErrors.push(String(error)));
+    // Statuses the console handles (a wrong token's 401, the admin probe's 403) are not errors here;
+    // script errors, CSP violations and dialogs are.
+    page.on('console', (message) => message.type() === 'error' && !message.text().startsWith('Failed to load resource') && pageErrors.push(message.text()));
+    page.on('dialog', (dialog) => {
+      pageErrors.push(`dialog: ${dialog.message()}`);
+      void dialog.dismiss();
+    });
+  });
+  afterEach(async () => {
+    await page?.close();
+  });
+
+  async function post(conversationId: string, events: unknown[], who = user): Promise<void> {
+    const response = await fetch(`${baseUrl}/api/v1/webhooks/events/${conversationId}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': who.sessionApiKey },
+      body: JSON.stringify(events),
+    });
+    expect(response.status, await response.clone().text()).to.equal(200);
+  }
+
+  async function titled(conversationId: string, title: string): Promise<void> {
+    const response = await fetch(`${baseUrl}/api/v1/webhooks/conversations`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
+      body: JSON.stringify({ id: conversationId, title, execution_status: 'running', metrics: { model_name: 'anthropic/claude-sonnet-4-5', accumulated_cost: 0.0123 } }),
+    });
+    expect(response.status, await response.clone().text()).to.be.oneOf([200, 201]);
+  }
+
+  const message = (text: string, source: 'user' | 'agent' = 'user') =>
+    minimalEvent('MessageEvent', { id: randomUUID(), source, llm_message: { role: source === 'user' ? 'user' : 'assistant', content: [{ type: 'text', text }] } });
+
+  async function signIn(token = user.accessToken, hash = ''): Promise<void> {
+    await page.goto(`${baseUrl}/${hash}`);
+    await page.fill('#token', token);
+    await page.click('#sign-in button[type=submit]');
+    await page.locator('#sign-out').waitFor();
+  }
+
+  /** axe-core's checks of the page as it is now (WCAG 2 A/AA and best practices). */
+  async function expectAccessible(): Promise<void> {
+    await page.evaluate(AXE_SOURCE);
+    const violations = await page.evaluate(async () => {
+      const axe = (globalThis as unknown as { axe: { run: (context: unknown, options: unknown) => Promise<{ violations: { id: string; nodes: { target: unknown }[] }[] }> } }).axe;
+      const result = await axe.run(document, { resultTypes: ['violations'] });
+      return result.violations.map((violation) => `${violation.id}: ${violation.nodes.map((node) => JSON.stringify(node.target)).join(', ')}`);
+    });
+    expect(violations).to.deep.equal([]);
+  }
+
+  /** Screenshots at 1280 and 375 px wide, in light and dark. */
+  async function photograph(name: string): Promise<void> {
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-1280.png`) });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-1280-dark.png`) });
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize({ width: 375, height: 760 });
+    await page.waitForTimeout(100);
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-375.png`) });
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
+
+  describe('GET /', () => {
+    it('serves the console page with a strict Content-Security-Policy and no inline script', async () => {
+      const response = await fetch(`${baseUrl}/`);
+      expect(response.status).to.equal(200);
+      const csp = response.headers.get('content-security-policy')!;
+      expect(csp).to.include("script-src 'self'").and.not.include('unsafe');
+      const html = await response.text();
+      expect(html).to.not.match(/<script(?![^>]*\bsrc=)[^>]*>/);
+      const script = await fetch(`${baseUrl}/console/console.js`);
+      expect(script.status).to.equal(200);
+      expect(script.headers.get('content-type')).to.match(/^text\/javascript/);
+      const styles = await fetch(`${baseUrl}/console/console.css`);
+      expect(styles.headers.get('content-type')).to.match(/^text\/css/);
+    });
+  });
+
+  it('signs in with an access token, lists conversations, and signs out', async () => {
+    const conversationId = randomUUID();
+    await post(conversationId, [message('List the files')]);
+    await titled(conversationId, 'List the repository files');
+    await page.goto(`${baseUrl}/`);
+    await expectAccessible();
+    await photograph('sign-in');
+    await page.fill('#token', 'apat_not-a-real-token');
+    await page.click('#sign-in button[type=submit]');
+    expect(await page.locator('.notice.error').textContent()).to.include('not valid');
+    await page.fill('#token', user.accessToken);
+    await page.click('#sign-in button[type=submit]');
+    const link = page.locator('#conversations a', { hasText: 'List the repository files' });
+    await link.waitFor();
+    expect(await page.locator('#conversations .badge').first().textContent()).to.equal('running');
+    await expectAccessible();
+    await photograph('conversations');
+    expect(await page.evaluate(() => sessionStorage.length)).to.equal(1);
+    await page.click('#sign-out');
+    await page.locator('#token').waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).to.equal(0);
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('returns to sign-in with a sentence when the token stops working (401)', async () => {
+    await signIn();
+    await testDatabase().orm.em.getConnection().execute('update credentials set revoked_at = now() where user_id = ?', [user.userId]);
+    await page.click('a.nav-link:has-text("Account")');
+    await page.locator('#token').waitFor();
+    expect(await page.locator('.notice').textContent()).to.include('sign in again');
+  });
+
+  it('shows a conversation as a conversation: messages as text, actions as cards with their results', async () => {
+    const conversationId = randomUUID();
+    const action = minimalEvent('ActionEvent', { id: randomUUID() });
+    const observation = minimalEvent('ObservationEvent', { id: randomUUID(), action_id: action.id });
+    await post(conversationId, [
+      minimalEvent('SystemPromptEvent', { id: randomUUID() }),
+      message('Please **list** the files in `/workspace`'),
+      action,
+      observation,
+      minimalEvent('AgentErrorEvent', { id: randomUUID() }),
+      minimalEvent('Condensation', { id: randomUUID() }),
+      minimalEvent('HookExecutionEvent', { id: randomUUID() }),
+      message('Here are the files:\n\n- README.md\n- src/\n\n```sh\nls -la\n```', 'agent'),
+    ]);
+    await titled(conversationId, 'List the repository files');
+    await signIn(user.accessToken, `#/conversations/${conversationId}`);
+    const userText = page.locator('.message.user .text').first();
+    await userText.waitFor();
+    expect(await userText.textContent()).to.equal('Please list the files in /workspace');
+    expect(await page.locator('.message.user strong').textContent()).to.equal('list');
+    expect(await page.locator('.message.agent li').allTextContents()).to.deep.equal(['README.md', 'src/']);
+    expect(await page.locator('.card.action .command').textContent()).to.equal('$ ls -la');
+    expect(await page.locator('.card.action .result .output').textContent()).to.equal('README.md\n');
+    expect(await page.locator('.risk').textContent()).to.equal('low risk');
+    expect(await page.locator('details.thinking').count()).to.be.at.least(1);
+    expect(await page.locator('details.thinking[open]').count()).to.equal(0);
+    expect(await page.locator('.card.error').textContent()).to.include('Tool terminal failed: timeout');
+    expect(await page.locator('.divider', { hasText: 'Context condensed' }).count()).to.equal(1);
+    expect(await page.locator('details.hook').textContent()).to.include('PreToolUse');
+    expect(await page.textContent('#conversation-title')).to.equal('List the repository files');
+    expect(await page.textContent('.facts')).to.include('anthropic/claude-sonnet-4-5');
+    expect(await page.locator('.scroller').textContent()).to.not.include('"kind"');
+    await page.locator('.connection[data-state="live"]').waitFor();
+    await expectAccessible();
+    await photograph('conversation');
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('follows a conversation live: a delta is typed into a pending message, then events and status arrive', async () => {
+    const conversationId = randomUUID();
+    await post(conversationId, [message('Say hello')]);
+    await signIn(user.accessToken, `#/conversations/${conversationId}`);
+    await page.locator('.connection[data-state="live"]').waitFor();
+    await post(conversationId, [minimalEvent('StreamingDeltaEvent', { content: 'Hel' }), minimalEvent('StreamingDeltaEvent', { content: 'lo' })]);
+    await page.locator('#pending .text', { hasText: 'Hello' }).waitFor({ timeout: 10_000 });
+    await post(conversationId, [message('Hello there', 'agent'), minimalEvent('PauseEvent', { id: randomUUID() })]);
+    await page.locator('.message.agent .text', { hasText: 'Hello there' }).waitFor({ timeout: 10_000 });
+    expect(await page.locator('#pending').count()).to.equal(0);
+    await page.locator('#live-status .badge[data-status="paused"]').waitFor({ timeout: 10_000 });
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('renders a hostile agent message inert and fast (<img onerror>, javascript: link, a 1 MB line)', async () => {
+    const conversationId = randomUUID();
+    const hostile = [
+      'Look: <img src=x onerror="window.__owned=1;alert(1)"> and <script>window.__owned=2</script>',
+      '[click me](javascript:window.__owned=3) and ![x](javascript:alert(1)) and [ok](https://example.com/docs)',
+      `<a href="javascript:alert(1)">raw link</a>`,
+      'A'.repeat(1024 * 1024),
+    ].join('\n\n');
+    await post(conversationId, [message(hostile, 'agent'), message('after the hostile one')]);
+    await page.goto(`${baseUrl}/`);
+    await page.fill('#token', user.accessToken);
+    await page.click('#sign-in button[type=submit]');
+    await page.locator('#sign-out').waitFor();
+    const started = Date.now();
+    await page.goto(`${baseUrl}/#/conversations/${conversationId}`);
+    await page.locator('.message.user .text', { hasText: 'after the hostile one' }).waitFor();
+    const elapsed = Date.now() - started;
+    expect(elapsed, 'opening the conversation (ms)').to.be.below(3000);
+    const text = await page.locator('.message.agent .text').first().textContent();
+    expect(text).to.include('<img src=x onerror=');
+    expect(await page.locator('.scroller img, .scroller script').count()).to.equal(0);
+    expect(await page.locator('.scroller a[href^="javascript"]').count()).to.equal(0);
+    expect(await page.locator('.scroller a[href="https://example.com/docs"]').count()).to.equal(1);
+    expect(await page.locator('.scroller .unsafe-link').count()).to.equal(2);
+    expect(await page.evaluate(() => (window as unknown as { __owned?: number }).__owned)).to.equal(undefined);
+    // The long line is folded behind a button; showing it stays responsive too.
+    const show = page.locator('button', { hasText: 'Show the whole message' });
+    await show.click();
+    await page.locator('pre.raw').waitFor();
+    expect(await page.evaluate(() => document.querySelector('pre.raw')!.textContent!.length)).to.be.above(1024 * 1024);
+    await photograph('hostile');
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('opens a 100,000-event conversation at its newest events and pages back without freezing', async () => {
+    const conversationId = randomUUID();
+    await post(conversationId, [message('event 1')]);
+    await testDatabase()
+      .orm.em.getConnection()
+      .execute(
+        `insert into conversation_events (conversation_id, seq, event_id, kind, payload)
+         select ?, n, 'e' || n, 'MessageEvent',
+           json_build_object('kind', 'MessageEvent', 'id', 'e' || n, 'source', case when n % 2 = 0 then 'agent' else 'user' end,
+             'llm_message', json_build_object('role', case when n % 2 = 0 then 'assistant' else 'user' end, 'content', json_build_array(json_build_object('type', 'text', 'text', 'event ' || n))))
+         from generate_series(2, 100000) n`,
+        [conversationId],
+      );
+    await testDatabase().orm.em.getConnection().execute('update conversations set event_count = 100000 where id = ?', [conversationId]);
+    await signIn();
+    const started = Date.now();
+    await page.goto(`${baseUrl}/#/conversations/${conversationId}`);
+    await page.locator('.row[data-seq="100000"]').waitFor();
+    const opened = Date.now() - started;
+    expect(opened, 'opening at the newest events (ms)').to.be.below(3000);
+    expect(await page.locator('.row[data-seq]').count()).to.be.below(100);
+    // Scroll up through five pages; the main thread never blocks for long.
+    await page.evaluate(() => {
+      (window as unknown as { longTasks: number[] }).longTasks = [];
+      new PerformanceObserver((list) => list.getEntries().forEach((entry) => (window as unknown as { longTasks: number[] }).longTasks.push(entry.duration))).observe({ type: 'longtask' });
+    });
+    for (let i = 0; i < 12; i++) {
+      await page.locator('.scroller').evaluate((element) => (element.scrollTop = 0));
+      await page.waitForTimeout(150);
+    }
+    await page.locator('.row[data-seq="99400"]').waitFor({ state: 'attached', timeout: 10_000 }).catch(() => undefined);
+    const oldest = await page.locator('.row[data-seq]').first().getAttribute('data-seq');
+    expect(Number(oldest)).to.be.below(99_500);
+    const longest = Math.max(0, ...(await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks)));
+    expect(longest, 'longest main-thread task while paging back (ms)').to.be.below(500);
+    expect(await page.locator('.row[data-seq]').count(), 'rows in the DOM').to.be.below(150);
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('buys credits through the local checkout and shows the new balance', async () => {
+    await signIn(user.accessToken, '#/account');
+    await page.locator('#balance').waitFor();
+    expect(await page.textContent('#balance')).to.equal('0 USD');
+    await expectAccessible();
+    await photograph('account');
+    await page.fill('#amount', '12');
+    await Promise.all([page.waitForURL(/\/billing\/checkout\//), page.click('#buy-credits button')]);
+    expect(await page.textContent('h1')).to.include('12 USD');
+    await expectAccessible();
+    await photograph('checkout');
+    await Promise.all([page.waitForLoadState(), page.click('#confirm')]);
+    await page.locator('.state[data-status="completed"]').waitFor();
+    expect(await page.textContent('.checkout')).to.not.include('expires');
+    await photograph('checkout-completed');
+    await page.click('a:has-text("Back to your account")');
+    await page.locator('#balance', { hasText: '12 USD' }).waitFor();
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('shows an unknown checkout as an HTML 404 page', async () => {
+    const response = await page.goto(`${baseUrl}/billing/checkout/${randomUUID()}`);
+    expect(response!.status()).to.equal(404);
+    expect(response!.headers()['content-type']).to.match(/^text\/html/);
+    expect(await page.textContent('h1')).to.equal('Checkout not found');
+    await photograph('checkout-not-found');
+  });
+
+  it('redirects the old live page to the console viewer', async () => {
+    const conversationId = randomUUID();
+    await post(conversationId, [message('first')]);
+    const response = await fetch(`${baseUrl}/live/conversations/${conversationId}`, { redirect: 'manual' });
+    expect(response.status).to.equal(302);
+    expect(response.headers.get('location')).to.equal(`/#/conversations/${conversationId}`);
+  });
+
+  it('shows super admins the administration page', async () => {
+    const admin = await createUserFixture({ superAdmin: true });
+    await signIn(admin.accessToken, '#/admin');
+    await page.fill('#model-provider', 'anthropic');
+    await page.fill('#model-name', 'claude-sonnet-4-5');
+    await page.click('#add-model button');
+    await page.locator('td code', { hasText: 'claude-sonnet-4-5' }).waitFor();
+    expect(await page.textContent('.plain-list')).to.include(admin.email);
+    await expectAccessible();
+    await photograph('admin');
+    expect(pageErrors).to.deep.equal([]);
+  });
+});
