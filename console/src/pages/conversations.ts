@@ -58,7 +58,7 @@ function row(conversation: Conversation): HTMLElement {
     null,
     h('td', { class: 'title' }, h('a', { href: `#/conversations/${conversation.id}` }, title)),
     h('td', null, badge(conversation.execution_status)),
-    h('td', { class: 'num' }, conversation.event_count.toLocaleString()),
+    h('td', { class: 'num' }, conversation.event_count.toLocaleString(), h('span', { class: 'unit' }, conversation.event_count === 1 ? ' event' : ' events')),
     h('td', { class: 'num' }, usd(conversation.metrics?.accumulated_cost)),
     h('td', null, relative(conversation.last_event_at ?? conversation.updated_at)),
   );
