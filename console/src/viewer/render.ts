@@ -62,7 +62,7 @@ function eventRow(row: EventRow, rows: ConversationRows): HTMLElement {
 }
 
 function meta(stored: StoredEvent, ...extra: (Node | string | null)[]): HTMLElement {
-  return h('span', { class: 'meta' }, ...extra, time(stored.received_at, 'time'), ` · #${stored.seq}`);
+  return h('span', { class: 'stamp' }, ...extra, time(stored.received_at, 'time'), ` · #${stored.seq}`);
 }
 
 function thinking(text: string, label = 'Thinking'): HTMLElement {
