@@ -21,12 +21,30 @@ export function renderMarkdown(text: string, limit = DEFAULT_LIMIT): DocumentFra
   return fragment;
 }
 
-/** The rest of a long text: a button that shows the whole text as plain, unwrapped text. */
+/** Text shown in full on request up to this size; beyond it, offered as a download. */
+const SHOW_LIMIT = 200_000;
+
+/**
+ * The rest of a long text: a button that shows the whole text as plain, unwrapped text, or, beyond
+ * what a browser lays out quickly, a link that downloads it as a file.
+ */
 function foldedRest(text: string): HTMLElement {
   const holder = h('div', { class: 'folded' });
-  const button = h('button', { type: 'button', class: 'btn small' }, `Show the whole message (${sizeOf(text.length)})`);
-  button.addEventListener('click', () => holder.replaceChildren(h('pre', { class: 'raw', tabindex: 0 }, text)));
-  holder.append(h('span', { class: 'hint' }, `Shortened: the first ${sizeOf(DEFAULT_LIMIT)} are shown. `), button);
+  holder.append(h('span', { class: 'hint' }, `Shortened: the first ${sizeOf(DEFAULT_LIMIT)} of ${sizeOf(text.length)} are shown. `));
+  if (text.length <= SHOW_LIMIT) {
+    const button = h('button', { type: 'button', class: 'btn small' }, `Show the whole message (${sizeOf(text.length)})`);
+    button.addEventListener('click', () => holder.replaceChildren(h('pre', { class: 'raw', tabindex: 0 }, text)));
+    holder.append(button);
+  } else {
+    const link = h('a', { class: 'btn small', download: 'message.txt', href: '#' }, `Download the whole message (${sizeOf(text.length)})`);
+    // The file is made when asked for, and its object URL let go of once the download has started.
+    link.addEventListener('click', () => {
+      const url = URL.createObjectURL(new Blob([text], { type: 'text/plain;charset=utf-8' }));
+      link.href = url;
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    });
+    holder.append(link);
+  }
   return holder;
 }
 
