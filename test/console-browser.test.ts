@@ -218,6 +218,8 @@ describe('console in a browser (headless Chromium)', function () {
       minimalEvent('Condensation', { id: randomUUID() }),
       minimalEvent('HookExecutionEvent', { id: randomUUID() }),
       message('Here are the files:\n\n- README.md\n- src/\n\n```sh\nls -la\n```', 'agent'),
+      { ...message('First try', 'agent'), parent_id: 'branch-point' },
+      { ...message('Second try', 'agent'), parent_id: 'branch-point' },
     ]);
     await titled(conversationId, 'List the repository files');
     await signIn(user.accessToken, `#/conversations/${conversationId}`);
@@ -237,6 +239,7 @@ describe('console in a browser (headless Chromium)', function () {
     expect(await page.textContent('#conversation-title')).to.equal('List the repository files');
     expect(await page.textContent('.facts')).to.include('anthropic/claude-sonnet-4-5');
     expect(await page.locator('.scroller').textContent()).to.not.include('"kind"');
+    expect(await page.locator('.row.branch .branch-label').allTextContents()).to.deep.equal(['Branch 1 of 2', 'Branch 2 of 2']);
     await page.locator('.connection[data-state="live"]').waitFor();
     await expectAccessible();
     await photograph('conversation');

@@ -46,7 +46,7 @@ function render(): void {
     cleanup = signInPage(root.querySelector('main')!, route);
     return;
   }
-  const adminLink = h('span');
+  const adminLink = h('span', { class: 'nav-slot' });
   const nav = h(
     'nav',
     { 'aria-label': 'Main' },

@@ -20,11 +20,9 @@ async function showModels(section: HTMLElement): Promise<void> {
   const message = h('div', { 'aria-live': 'polite' });
   const form = h(
     'form',
-    { class: 'inline-form', id: 'add-model' },
-    h('label', { for: 'model-provider' }, 'Provider'),
-    provider,
-    h('label', { for: 'model-name' }, 'Model'),
-    name,
+    { class: 'form-grid', id: 'add-model' },
+    h('div', null, h('label', { for: 'model-provider' }, 'Provider'), provider),
+    h('div', null, h('label', { for: 'model-name' }, 'Model'), name),
     h('button', { type: 'submit', class: 'btn primary' }, 'Add model'),
   );
   form.addEventListener('submit', async (event) => {
@@ -67,7 +65,7 @@ function modelTable(models: Schemas['VerifiedModel'][], reload: () => void, mess
             h('td', null, model.provider),
             h('td', null, h('code', null, model.model_name)),
             h('td', null, badge(model.is_enabled ? 'enabled' : 'disabled')),
-            h('td', null, h('button', { type: 'button', class: 'btn small', onclick: () => void toggle(model) }, model.is_enabled ? `Disable ${model.model_name}` : `Enable ${model.model_name}`)),
+            h('td', null, h('button', { type: 'button', class: 'btn small', onclick: () => void toggle(model) }, model.is_enabled ? 'Disable' : 'Enable', h('span', { class: 'visually-hidden' }, ` ${model.model_name}`))),
           ),
         ),
       ),
