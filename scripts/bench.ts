@@ -1,7 +1,7 @@
 /**
  * Webhook benchmark, as issue 11 measures it: the shared bench kit's `run-all.sh` against this
  * server, next to the kit's Fastify peer and its raw-insert ceiling, all in one run on one database.
- * Prints a Markdown block (command, date, environment, table, ratios) to paste into the README.
+ * Prints a Markdown block (command, date, environment, table, ratios) to paste into docs/performance.md.
  *
  *   npm run bench                                   # embedded PostgreSQL under .data/bench
  *   DATABASE_URL=postgres://… npm run bench         # a PostgreSQL of your own (tables peer_*, ceil_* are added)

@@ -151,7 +151,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
           const match = api.router.matchOperation({ method: operation.method, path: ctx.path, headers: {} });
           return match?.operationId === operation.operationId;
         })
-        .map((operation) => operation.method.toUpperCase());
+        .flatMap((operation) => (operation.method === 'get' ? ['GET', 'HEAD'] : [operation.method.toUpperCase()]));
       throw new HttpError(405, `Method ${ctx.method} is not allowed on ${ctx.path}`, { Allow: allowed.join(', ') });
     },
     unauthorizedHandler(c: OperationContext) {
@@ -207,7 +207,9 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   app.use(async (ctx) => {
     checkPathEncoding(ctx.path);
     const request: OpenApiRequest = {
-      method: ctx.method,
+      // HEAD is every GET operation answered without its body: routed, authenticated and handled as
+      // GET; Koa then sends the status and headers only (Content-Length as GET would send it).
+      method: ctx.method === 'HEAD' ? 'GET' : ctx.method,
       path: ctx.path,
       query: ctx.querystring,
       headers: ctx.headers as OpenApiRequest['headers'],

@@ -6,6 +6,8 @@ import { createApp } from './app.ts';
 import { liveStreamsOf } from './live/live-streams.ts';
 import { listen } from './http-server.ts';
 import { buildConsole, consoleIsBuilt } from './console/bundle.ts';
+import { IdentityService } from './identity/identity-service.ts';
+import { firstSuperAdminCommand, listeningUrl } from './startup-log.ts';
 
 /**
  * Load config → open the database (migrated) → create the app → listen; stop cleanly on signals.
@@ -48,7 +50,14 @@ async function main(): Promise<void> {
   }
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  logger.info({ url: `http://${config.host}:${port}`, database: config.database.kind }, 'server listening');
+  const url = listeningUrl(config.host, port);
+  logger.info({ url, docs: `${url}/docs`, database: config.database.kind }, `listening on ${url} — API reference: ${url}/docs`);
+  // A failed look-up only costs the hint; the server is already serving.
+  if (!(await new IdentityService(database.orm.em).hasUsers().catch(() => true))) {
+    const command = firstSuperAdminCommand(config);
+    const where = config.database.kind === 'url' ? " (with this server's DATABASE_URL in the environment)" : '';
+    logger.info({ command }, `no user yet; create the first super admin${where}: ${command}`);
+  }
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {

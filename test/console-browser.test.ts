@@ -1,3 +1,6 @@
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
+// DOM types for the callbacks that run in the page (page.evaluate).
 import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';

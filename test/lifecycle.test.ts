@@ -70,7 +70,7 @@ describe('server process', function () {
     const cold = await startServer();
     console.log(`      start-up until /readyz 200: ${cold.startupMs} ms (${useEmbedded ? 'embedded PostgreSQL, first start with initdb' : 'DATABASE_URL'})`);
     expect(cold.startupMs).to.be.below(READY_WITHIN_MS);
-    expect(cold.stdout).to.include('server listening');
+    expect(cold.stdout).to.include('listening on http');
     const { code } = await stopWith(cold, 'SIGTERM');
     expect(code, describeRun(cold)).to.equal(0);
 

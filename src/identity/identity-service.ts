@@ -132,6 +132,11 @@ export class IdentityService {
     }));
   }
 
+  /** Whether any user exists yet (the start-up log tells how to create the first super admin until one does). */
+  async hasUsers(): Promise<boolean> {
+    return (await this.em.fork().count(User, {})) > 0;
+  }
+
   /** The super admins, by e-mail. */
   async listSuperAdmins(): Promise<User[]> {
     return this.em.fork().find(User, { isSuperAdmin: true }, { orderBy: { email: 'asc' } });

@@ -84,6 +84,12 @@ export class LiveStreams implements ActivityHandler {
   async subscribe(principal: Principal, conversationId: string, afterSeq: number, res: ServerResponse): Promise<void> {
     if (this.closed) throw new UnavailableError('The server is shutting down; retry on another instance');
     const conversation = await this.conversations.getConversation(principal, conversationId);
+    // HEAD (routed as GET): the stream's status and headers once the caller may follow it, no stream.
+    if (res.req.method === 'HEAD') {
+      const { Connection: _, ...headers } = STREAM_HEADERS;
+      res.writeHead(200, headers).end();
+      return;
+    }
     // Listening before reading history: whatever commits from now on is announced to us.
     await this.listener.listening();
     // From the count to the registration nothing awaits, so concurrent requests cannot overshoot.
@@ -144,6 +150,14 @@ export class LiveStreams implements ActivityHandler {
   }
 }
 
+const STREAM_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache, no-transform',
+  Connection: 'keep-alive',
+  // nginx and similar proxies would otherwise buffer the stream.
+  'X-Accel-Buffering': 'no',
+};
+
 function statusText(executionStatus: string | null, lastSeq: number): string {
   return sseEvent('status', JSON.stringify({ execution_status: executionStatus, last_seq: lastSeq }));
 }
@@ -174,13 +188,7 @@ class Subscriber {
     const res = this.res;
     res.socket?.setTimeout(0);
     res.socket?.setNoDelay(true);
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache, no-transform',
-      Connection: 'keep-alive',
-      // nginx and similar proxies would otherwise buffer the stream.
-      'X-Accel-Buffering': 'no',
-    });
+    res.writeHead(200, STREAM_HEADERS);
     res.on('close', () => this.finish());
     // The client may have gone while we checked and subscribed: then 'close' has been and gone.
     if (!res.socket || res.socket.destroyed) {
