@@ -191,6 +191,7 @@ describe('console in a browser (headless Chromium)', function () {
     const link = page.locator('#conversations a', { hasText: 'List the repository files' });
     await link.waitFor();
     expect(await page.locator('#conversations .badge').first().textContent()).to.equal('running');
+    expect(await page.locator('button', { hasText: 'Load more' }).isVisible(), 'one page only').to.equal(false);
     await expectAccessible();
     await photograph('conversations');
     expect(await page.evaluate(() => sessionStorage.length)).to.equal(1);
