@@ -218,8 +218,10 @@ export interface paths {
          *     - `error`: the last event before the server ends the stream: `{reason, detail,
          *       last_event_id}`, where `reason` is `slow_consumer` (the client did not keep up: its
          *       buffer, `LIVE_STREAM_BUFFER_BYTES`, stayed full for `LIVE_STREAM_STALL_MS`, or as many
-         *       bytes of deltas and status changes queued up behind it), `server_shutdown` or
-         *       `read_failed`. Reconnect with `Last-Event-ID` to resume.
+         *       bytes of deltas and status changes queued up behind it), `server_shutdown`,
+         *       `read_failed` (reconnect with `Last-Event-ID` to resume) or `credential_revoked` (the
+         *       stream's key was revoked or expired, or its user suspended: checked every
+         *       `LIVE_STREAM_CREDENTIAL_CHECK_MS`; reconnecting gets 401).
          *     - Comment lines (`: heartbeat`) every `LIVE_STREAM_HEARTBEAT_MS` keep idle connections
          *       open through proxies.
          *
@@ -694,6 +696,231 @@ export interface paths {
          * @description Lists the current super admins. Requires the permission `MANAGE_SUPER_ADMINS` (else 403).
          */
         get: operations["listSuperAdmins"];
+        put?: never;
+        /**
+         * Make a user a super admin
+         * @description Gives a user, named by `user_id` or by `email` (one of them), every permission: 201 when
+         *     granted, 200 when they were a super admin already (nothing changes). Unknown user → 404;
+         *     a malformed e-mail → 422. Appends `super_admin.granted` to the audit log.
+         */
+        post: operations["grantSuperAdmin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/super-admins/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Take super-admin rights away
+         * @description Takes super-admin rights away from a user (204). A user who is not a super admin → 404.
+         *     Removing the last super admin who is not suspended → 409, also when two requests race:
+         *     they are serialised in the database, so exactly one of two concurrent removals of the last
+         *     two succeeds. Appends `super_admin.revoked` to the audit log.
+         */
+        delete: operations["revokeSuperAdmin"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's account
+         * @description The account of the access token's holder, with the permissions it holds.
+         */
+        get: operations["getMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's keys
+         * @description The caller's access tokens and session API keys that are not revoked (expired ones
+         *     included), newest first. Never a secret: `prefix` is its first 8 characters. At most 100
+         *     keys are active per user, so the list is not paginated. `last_used_at` is updated at most
+         *     once a minute per key and server instance.
+         */
+        get: operations["listKeys"];
+        put?: never;
+        /**
+         * Create a key for yourself
+         * @description Issues an access token (`X-Access-Token`) or a session API key (`X-Session-API-Key`, for an
+         *     agent runtime) to the caller. The secret is in this response only; it is stored as a hash.
+         *     A key that expires cannot create one that outlives it: a caller whose token expires must
+         *     give `expires_in_days` ending no later (else 422). More than 100 active keys → 409.
+         *     Appends `key.created` (never the secret) to the audit log.
+         */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke one of your keys
+         * @description Revokes one of the caller's keys (the one making the request included). It is refused
+         *     within `CREDENTIAL_CACHE_TTL_MS` (default 5 s) on every server instance, and live streams
+         *     opened with it end within the same time. An unknown id, another user's key or a key already
+         *     revoked → 404 alike. Appends `key.revoked` to the audit log.
+         */
+        delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List users
+         * @description Users ordered by e-mail, with their active key counts; `q` matches part of the e-mail in any letter case.
+         */
+        get: operations["listUsers"];
+        put?: never;
+        /**
+         * Create a user
+         * @description Creates a user without any key (give them one with `POST /api/admin/users/{user_id}/keys`).
+         *     The e-mail is trimmed and lower-cased; one already taken, in any letter case → 409; a
+         *     malformed one → 422. Appends `user.created` to the audit log.
+         */
+        post: operations["createUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/users/{user_id}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a key to a user
+         * @description Issues an access token or a session API key to a user (their first, typically); the secret
+         *     is in this response only. Unknown user → 404; a suspended user → 409; more than 100 active
+         *     keys → 409. As with `POST /api/keys`, an expiring access token cannot issue a key that
+         *     outlives it (422). Appends `key.created` (never the secret) to the audit log.
+         */
+        post: operations["createUserKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/users/{user_id}/suspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Suspend a user
+         * @description Suspends a user: every credential of theirs is refused (401) within
+         *     `CREDENTIAL_CACHE_TTL_MS` on every server instance — REST calls, the webhook deliveries of
+         *     their agent runtimes (nothing is stored; the runtime retries and keeps the batch queued) and
+         *     stream tickets — and their open live streams end within `LIVE_STREAM_CREDENTIAL_CHECK_MS`.
+         *     Their data stays. Suspending a suspended user changes nothing (200). You cannot suspend
+         *     yourself, nor the last active super admin (409). Unknown user → 404. Appends
+         *     `user.suspended` to the audit log.
+         */
+        post: operations["suspendUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/users/{user_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a suspended user
+         * @description Lifts a suspension: the user's keys that are neither revoked nor expired work again. A user
+         *     who is not suspended changes nothing (200). Unknown user → 404. Appends `user.resumed` to
+         *     the audit log.
+         */
+        post: operations["resumeUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the audit log
+         * @description The audit log, newest first: one row per change to users, keys, super admins, verified
+         *     models, workspaces (registration, activation, links) and billing completions, appended in
+         *     the same transaction as the change. Filters combine (and); `since` is inclusive, `until`
+         *     exclusive. Keyset pagination: pass the page's `next_before_id` as `before_id` for the next
+         *     (older) page; null means there is none. Rows can be neither changed nor deleted: a trigger
+         *     in the database refuses it.
+         */
+        get: operations["listAuditLog"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2138,6 +2365,198 @@ export interface components {
             /** @description Super admins. */
             super_admins: components["schemas"]["SuperAdmin"][];
         };
+        /** @description The user to make a super admin, by id or by e-mail. */
+        SuperAdminGrant: components["schemas"]["UserById"] | components["schemas"]["UserByEmail"];
+        /** @description A user named by id. */
+        UserById: {
+            /**
+             * Format: uuid
+             * @description User id.
+             */
+            user_id: string;
+        };
+        /** @description A user named by e-mail (trimmed, any letter case). */
+        UserByEmail: {
+            /** @description E-mail address. */
+            email: string;
+        };
+        /**
+         * @description A permission; super admins hold every one, other users none.
+         * @enum {string}
+         */
+        Permission: "MANAGE_SUPER_ADMINS" | "MANAGE_USERS" | "MANAGE_VERIFIED_MODELS" | "VIEW_AUDIT_LOG";
+        /** @description The caller's account. */
+        Me: {
+            /** @description User id. */
+            user_id: string;
+            /**
+             * Format: email
+             * @description E-mail address.
+             */
+            email: string;
+            /** @description True when the user holds every permission. */
+            is_super_admin: boolean;
+            /** @description The permissions the caller holds. */
+            permissions: components["schemas"]["Permission"][];
+            /** @description True while the account is suspended (its credentials are then refused). */
+            suspended: boolean;
+            /**
+             * Format: date-time
+             * @description When the account was created.
+             */
+            created_at: string;
+        };
+        /**
+         * @description `access_token` (`X-Access-Token`, people and tools) or `session_api_key` (`X-Session-API-Key`, agent runtimes).
+         * @enum {string}
+         */
+        KeyKind: "access_token" | "session_api_key";
+        /** @description A key as its owner sees it; never its secret. */
+        Key: {
+            /**
+             * Format: uuid
+             * @description Key id.
+             */
+            id: string;
+            kind: components["schemas"]["KeyKind"];
+            /** @description The owner's label; null for keys issued by the admin CLI without one. */
+            name: string | null;
+            /** @description The secret's first 8 characters, to recognise it; null for keys issued before prefixes were kept. */
+            prefix: string | null;
+            /**
+             * Format: date-time
+             * @description When the key was issued.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Last time it was accepted (updated at most once a minute); null if never.
+             */
+            last_used_at: string | null;
+            /**
+             * Format: date-time
+             * @description After this time the key is refused (401); null if it does not expire.
+             */
+            expires_at: string | null;
+        };
+        /** @description A key just issued, with its secret, shown this once. */
+        CreatedKey: {
+            /**
+             * Format: uuid
+             * @description Key id.
+             */
+            id: string;
+            kind: components["schemas"]["KeyKind"];
+            /** @description The owner's label; null for keys issued by the admin CLI without one. */
+            name: string | null;
+            /** @description The secret's first 8 characters, to recognise it; null for keys issued before prefixes were kept. */
+            prefix: string | null;
+            /**
+             * Format: date-time
+             * @description When the key was issued.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Last time it was accepted (updated at most once a minute); null if never.
+             */
+            last_used_at: string | null;
+            /**
+             * Format: date-time
+             * @description After this time the key is refused (401); null if it does not expire.
+             */
+            expires_at: string | null;
+            /** @description The secret; send it as `X-Access-Token` or `X-Session-API-Key`. Shown only here. */
+            secret: string;
+        };
+        /** @description The caller's keys. */
+        KeyList: {
+            /** @description Keys not revoked, newest first. */
+            keys: components["schemas"]["Key"][];
+        };
+        /** @description A key to issue. */
+        KeyCreate: {
+            kind: components["schemas"]["KeyKind"];
+            /** @description A label to recognise it by, 1–100 characters after trimming. */
+            name: string;
+            /** @description The key expires this many days from now; without it, it does not expire. */
+            expires_in_days?: number;
+        };
+        /** @description A user to create. */
+        UserCreate: {
+            /** @description E-mail address; trimmed and lower-cased, must be a valid address (else 422). */
+            email: string;
+        };
+        /** @description A user as administrators see them; never a secret. */
+        AdminUser: {
+            /** @description User id. */
+            user_id: string;
+            /**
+             * Format: email
+             * @description E-mail address.
+             */
+            email: string;
+            /** @description True when the user holds every permission. */
+            is_super_admin: boolean;
+            /** @description True while the user is suspended. */
+            suspended: boolean;
+            /**
+             * Format: date-time
+             * @description When the user was created.
+             */
+            created_at: string;
+            /** @description Access tokens not revoked. */
+            active_access_tokens: number;
+            /** @description Session API keys not revoked. */
+            active_session_api_keys: number;
+            /**
+             * Format: date-time
+             * @description Latest use of any of the user's keys; null if never.
+             */
+            last_used_at: string | null;
+        };
+        /** @description One page of users. */
+        AdminUserPage: {
+            /** @description Users ordered by e-mail. */
+            items: components["schemas"]["AdminUser"][];
+            /** @description Number of users matching `q`. */
+            total: number;
+            /** @description The page size used. */
+            limit: number;
+            /** @description The offset used. */
+            offset: number;
+        };
+        /** @description One change, as the audit log recorded it. Never a secret. */
+        AuditEntry: {
+            /** @description Row id; increases with each row appended. */
+            id: number;
+            /**
+             * Format: date-time
+             * @description Time of the transaction that made the change.
+             */
+            occurred_at: string;
+            /** @description Who made it: a user id, `cli:<os user>` (the admin CLI), or `system:<component>` (`system:stripe`, `system:local-checkout`). */
+            actor: string;
+            /** @description What was done, `<target type>.<verb>`, e.g. `user.created`, `key.revoked`, `super_admin.granted`, `verified_model.updated`, `workspace.linked`, `checkout_session.completed`. */
+            action: string;
+            /** @description Kind of the thing changed. */
+            target_type: string;
+            /** @description Id of the thing changed. */
+            target_id: string;
+            /** @description The `X-Request-Id` of the HTTP request that made the change; null for the CLI. */
+            request_id: string | null;
+            /** @description What changed (fields depend on the action); never a secret. */
+            summary: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description One page of the audit log, newest first. */
+        AuditLogPage: {
+            /** @description Rows, newest first. */
+            items: components["schemas"]["AuditEntry"][];
+            /** @description Pass as `before_id` for the next (older) page; null when there is none. */
+            next_before_id: number | null;
+        };
     };
     responses: {
         /** @description The credential header is missing or its value is unknown. */
@@ -2301,6 +2720,11 @@ export interface components {
          * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
          */
         CheckoutSessionId: string;
+        /**
+         * @description User id (UUID).
+         * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+         */
+        UserIdPath: string;
     };
     requestBodies: never;
     headers: never;
@@ -3579,6 +4003,623 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
+        };
+    };
+    grantSuperAdmin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SuperAdminGrant"];
+            };
+        };
+        responses: {
+            /** @description The user was a super admin already. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "email": "ada@acme.example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SuperAdmin"];
+                };
+            };
+            /** @description The user is now a super admin. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "email": "ada@acme.example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SuperAdmin"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeSuperAdmin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description User id (UUID).
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                user_id: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user is no longer a super admin. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The user is the last active super admin. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "root@acme.example is the last super admin; grant another user first"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's account. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "email": "ada@acme.example",
+                     *       "is_super_admin": false,
+                     *       "permissions": [],
+                     *       "suspended": false,
+                     *       "created_at": "2026-11-24T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Me"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "id": "5d1c7e0a-3f7b-4b9e-8a59-0f3c2d1e4b6a",
+                     *           "kind": "session_api_key",
+                     *           "name": "laptop agent-server",
+                     *           "prefix": "apsk_Q3x",
+                     *           "created_at": "2026-11-24T12:00:00.000Z",
+                     *           "last_used_at": "2026-11-24T12:05:00.000Z",
+                     *           "expires_at": "2026-12-24T12:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["KeyList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "kind": "session_api_key",
+                 *       "name": "laptop agent-server",
+                 *       "expires_in_days": 30
+                 *     }
+                 */
+                "application/json": components["schemas"]["KeyCreate"];
+            };
+        };
+        responses: {
+            /** @description The key, with its secret shown this once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5d1c7e0a-3f7b-4b9e-8a59-0f3c2d1e4b6a",
+                     *       "kind": "session_api_key",
+                     *       "name": "laptop agent-server",
+                     *       "prefix": "apsk_Q3x",
+                     *       "created_at": "2026-11-24T12:00:00.000Z",
+                     *       "last_used_at": null,
+                     *       "expires_at": "2026-12-24T12:00:00.000Z",
+                     *       "secret": "apsk_Q3xv0T1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6q7r8s"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedKey"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The caller already holds the maximum number of active keys. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "A user may hold at most 100 active keys; revoke some first"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the key (from `GET /api/keys`).
+                 * @example 5d1c7e0a-3f7b-4b9e-8a59-0f3c2d1e4b6a
+                 */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key is revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listUsers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Part of the e-mail address to look for.
+                 * @example acme
+                 */
+                q?: string;
+                /** @description Maximum number of users in the page. */
+                limit?: number;
+                /** @description Number of matching users to skip. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of users. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "email": "ada@acme.example",
+                     *           "is_super_admin": false,
+                     *           "suspended": false,
+                     *           "created_at": "2026-11-24T12:00:00.000Z",
+                     *           "active_access_tokens": 1,
+                     *           "active_session_api_keys": 2,
+                     *           "last_used_at": "2026-11-24T12:05:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "limit": 50,
+                     *       "offset": 0
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminUserPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "ada@acme.example"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UserCreate"];
+            };
+        };
+        responses: {
+            /** @description The new user. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "email": "ada@acme.example",
+                     *       "is_super_admin": false,
+                     *       "suspended": false,
+                     *       "created_at": "2026-11-24T12:00:00.000Z",
+                     *       "active_access_tokens": 0,
+                     *       "active_session_api_keys": 0,
+                     *       "last_used_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminUser"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A user with this e-mail already exists. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "A user with the e-mail ada@acme.example already exists"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createUserKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description User id (UUID).
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                user_id: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "kind": "access_token",
+                 *       "name": "first token"
+                 *     }
+                 */
+                "application/json": components["schemas"]["KeyCreate"];
+            };
+        };
+        responses: {
+            /** @description The key, with its secret shown this once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5d1c7e0a-3f7b-4b9e-8a59-0f3c2d1e4b6a",
+                     *       "kind": "access_token",
+                     *       "name": "first token",
+                     *       "prefix": "apat_k2P",
+                     *       "created_at": "2026-11-24T12:00:00.000Z",
+                     *       "last_used_at": null,
+                     *       "expires_at": null,
+                     *       "secret": "apat_k2Pv0T1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6q7r8s"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedKey"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The user is suspended, or holds the maximum number of active keys. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "ada@acme.example is suspended; resume them first"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    suspendUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description User id (UUID).
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                user_id: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user, now suspended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "email": "ada@acme.example",
+                     *       "is_super_admin": false,
+                     *       "suspended": true,
+                     *       "created_at": "2026-11-24T12:00:00.000Z",
+                     *       "active_access_tokens": 1,
+                     *       "active_session_api_keys": 2,
+                     *       "last_used_at": "2026-11-24T12:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminUser"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The caller tried to suspend themselves, or the last active super admin. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "You cannot suspend yourself"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resumeUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description User id (UUID).
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                user_id: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user, no longer suspended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "email": "ada@acme.example",
+                     *       "is_super_admin": false,
+                     *       "suspended": false,
+                     *       "created_at": "2026-11-24T12:00:00.000Z",
+                     *       "active_access_tokens": 1,
+                     *       "active_session_api_keys": 2,
+                     *       "last_used_at": "2026-11-24T12:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminUser"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only rows of this actor (a user id, or `cli:<os user>`, or `system:<component>`).
+                 * @example cli:ops
+                 */
+                actor?: string;
+                /**
+                 * @description Only rows of this action, e.g. `user.suspended`.
+                 * @example user.suspended
+                 */
+                action?: string;
+                /**
+                 * @description Only rows about targets of this type (`user`, `key`, `verified_model`, `workspace`, `checkout_session`).
+                 * @example user
+                 */
+                target_type?: string;
+                /**
+                 * @description Only rows about the target with this id.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                target_id?: string;
+                /**
+                 * @description Only rows at or after this time.
+                 * @example 2026-11-24T00:00:00Z
+                 */
+                since?: string;
+                /**
+                 * @description Only rows before this time.
+                 * @example 2026-11-25T00:00:00Z
+                 */
+                until?: string;
+                /** @description Only rows older than this id (the previous page's `next_before_id`). */
+                before_id?: number;
+                /** @description Maximum number of rows in the page. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the audit log, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 42,
+                     *           "occurred_at": "2026-11-24T12:00:00.000Z",
+                     *           "actor": "9a3e1c52-7b0d-4f6e-8c21-5d4b3a2f1e0d",
+                     *           "action": "user.suspended",
+                     *           "target_type": "user",
+                     *           "target_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "request_id": "4f1c2b3a-5d6e-4f70-8a9b-0c1d2e3f4a5b",
+                     *           "summary": {
+                     *             "email": "ada@acme.example"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next_before_id": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuditLogPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getHealth: {

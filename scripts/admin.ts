@@ -13,25 +13,48 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { ConfigError, loadConfig, type Config } from '../src/config.ts';
 import { openDatabase, type Database } from '../src/db/database.ts';
 import { DomainError, InvalidInputError } from '../src/errors.ts';
-import { IdentityService } from '../src/identity/identity-service.ts';
+import { IdentityService, type KeyRequest } from '../src/identity/identity-service.ts';
+import type { CredentialKind, User } from '../src/identity/entities.ts';
+import { cliActor, type AuditActor } from '../src/audit/audit-service.ts';
 import { createLogger } from '../src/logger.ts';
 import { createWorkspaceService } from '../src/workspaces/setup.ts';
 
 const OPTIONS = {
   email: { type: 'string' },
   token: { type: 'string' },
+  name: { type: 'string' },
+  'expires-in-days': { type: 'string' },
   'super-admin': { type: 'boolean' },
 } as const;
 
 type Flag = keyof typeof OPTIONS;
-type Values = { email?: string; token?: string; 'super-admin'?: boolean };
+type Values = { email?: string; token?: string; name?: string; 'expires-in-days'?: string; 'super-admin'?: boolean };
 
 interface Command {
   readonly usage: string;
   readonly required: readonly Flag[];
   readonly optional?: readonly Flag[];
   /** Runs with the parsed flags; the `required` ones are known to be present. */
-  run(identity: IdentityService, values: Values, context: { orm: MikroORM; config: Config }): Promise<object>;
+  run(identity: IdentityService, values: Values, context: { orm: MikroORM; config: Config; actor: AuditActor }): Promise<object>;
+}
+
+/** `--name` and `--expires-in-days` of the commands that issue a key. */
+function keyRequest(kind: CredentialKind, values: Values): KeyRequest {
+  const raw = values['expires-in-days'];
+  const days = raw === undefined ? undefined : Number(raw);
+  if (days !== undefined && (!Number.isInteger(days) || days < 1 || days > 3650)) {
+    throw new InvalidInputError('--expires-in-days must be an integer from 1 to 3650', ['expires-in-days'], 'value_error', raw);
+  }
+  const name = values.name?.trim();
+  if (name !== undefined && (name.length === 0 || name.length > 100)) {
+    throw new InvalidInputError('--name must be 1 to 100 characters', ['name'], 'value_error', values.name);
+  }
+  return { kind, name: name ?? null, expiresInDays: days };
+}
+
+/** A user as the CLI prints them. */
+function userOutput(user: User): object {
+  return { user_id: user.id, email: user.email, is_super_admin: user.isSuperAdmin, suspended: user.suspendedAt !== null };
 }
 
 const COMMANDS: Record<string, Command> = {
@@ -39,56 +62,75 @@ const COMMANDS: Record<string, Command> = {
     usage: 'create-user --email E [--super-admin]   create a user and their first access token',
     required: ['email'],
     optional: ['super-admin'],
-    async run(identity, values) {
-      const { user, accessToken } = await identity.createUser(values.email!, { superAdmin: values['super-admin'] });
-      return { user_id: user.id, email: user.email, access_token: accessToken };
+    async run(identity, values, { actor }) {
+      const { user, key } = await identity.createUser(actor, values.email!, {
+        superAdmin: values['super-admin'],
+        firstKey: { kind: 'access_token' },
+      });
+      return { user_id: user.id, email: user.email, access_token: key!.secret };
     },
   },
   'create-token': {
-    usage: 'create-token --email E                  issue another access token (X-Access-Token)',
+    usage: 'create-token --email E [--name N] [--expires-in-days D]        issue another access token (X-Access-Token)',
     required: ['email'],
-    async run(identity, values) {
-      const { user, secret } = await identity.issueCredential(values.email!, 'access_token');
-      return { access_token: secret, user_id: user.id };
+    optional: ['name', 'expires-in-days'],
+    async run(identity, values, { actor }) {
+      const { credential, secret } = await identity.issueKey(actor, { email: values.email! }, keyRequest('access_token', values));
+      return { access_token: secret, user_id: credential.user.id };
     },
   },
   'create-session-key': {
-    usage: 'create-session-key --email E            issue a session API key (X-Session-API-Key) for an agent runtime',
+    usage: 'create-session-key --email E [--name N] [--expires-in-days D]  issue a session API key (X-Session-API-Key) for an agent runtime',
     required: ['email'],
-    async run(identity, values) {
-      const { user, secret } = await identity.issueCredential(values.email!, 'session_api_key');
-      return { session_api_key: secret, user_id: user.id };
+    optional: ['name', 'expires-in-days'],
+    async run(identity, values, { actor }) {
+      const { credential, secret } = await identity.issueKey(actor, { email: values.email! }, keyRequest('session_api_key', values));
+      return { session_api_key: secret, user_id: credential.user.id };
     },
   },
   revoke: {
     usage: 'revoke --token T                        revoke an access token or a session API key',
     required: ['token'],
-    async run(identity, values) {
-      const credential = await identity.revoke(values.token!);
+    async run(identity, values, { actor }) {
+      const credential = await identity.revoke(actor, values.token!);
       return { revoked: credential.kind, user_id: credential.user.id, revoked_at: credential.revokedAt!.toISOString() };
     },
   },
   'grant-super-admin': {
     usage: 'grant-super-admin --email E             make a user a super admin',
     required: ['email'],
-    async run(identity, values) {
-      const user = await identity.grantSuperAdmin(values.email!);
+    async run(identity, values, { actor }) {
+      const { user } = await identity.grantSuperAdmin(actor, { email: values.email! });
       return { user_id: user.id, email: user.email, is_super_admin: user.isSuperAdmin };
     },
   },
   'revoke-super-admin': {
     usage: 'revoke-super-admin --email E            take super-admin rights away (never from the last one)',
     required: ['email'],
-    async run(identity, values) {
-      const user = await identity.revokeSuperAdmin(values.email!);
+    async run(identity, values, { actor }) {
+      const user = await identity.revokeSuperAdmin(actor, { email: values.email! });
       return { user_id: user.id, email: user.email, is_super_admin: user.isSuperAdmin };
+    },
+  },
+  'suspend-user': {
+    usage: 'suspend-user --email E                  refuse every credential of a user (their data stays)',
+    required: ['email'],
+    async run(identity, values, { actor }) {
+      return userOutput(await identity.suspendUser(actor, { email: values.email! }));
+    },
+  },
+  'resume-user': {
+    usage: 'resume-user --email E                   lift a suspension',
+    required: ['email'],
+    async run(identity, values, { actor }) {
+      return userOutput(await identity.resumeUser(actor, { email: values.email! }));
     },
   },
   'list-users': {
     usage: 'list-users                              list users with their active credential counts',
     required: [],
     async run(identity) {
-      const users = await identity.listUsers();
+      const { users } = await identity.listUsers();
       return {
         users: users.map((user) => ({
           user_id: user.userId,
@@ -105,8 +147,8 @@ const COMMANDS: Record<string, Command> = {
   'reseal-secrets': {
     usage: 'reseal-secrets                          re-encrypt workspace secrets under the first key of SECRETS_ENCRYPTION_KEYS',
     required: [],
-    async run(_identity, _values, { orm, config }) {
-      const { workspaces, resealed, keyId } = await createWorkspaceService(config, orm.em).resealSecrets();
+    async run(_identity, _values, { orm, config, actor }) {
+      const { workspaces, resealed, keyId } = await createWorkspaceService(config, orm.em).resealSecrets(actor);
       return { workspaces, resealed, key_id: keyId };
     },
   },
@@ -170,7 +212,8 @@ async function main(argv: string[]): Promise<number> {
     const config = loadConfig();
     // Standard output is reserved for the result, so the log goes to standard error.
     database = await openDatabase(config.database, createLogger('warn', pino.destination(2)));
-    printResult(await command.run(new IdentityService(database.orm.em), values, { orm: database.orm, config }));
+    // Every change the CLI makes is audited as `cli:<os user>`.
+    printResult(await command.run(new IdentityService(database.orm.em), values, { orm: database.orm, config, actor: cliActor() }));
     return 0;
   } catch (error) {
     const message = messageOf(error);

@@ -14,6 +14,10 @@ import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type 
 import { healthHandlers } from './api/handlers/health.ts';
 import { conversationHandlers } from './api/handlers/conversations.ts';
 import { superAdminHandlers } from './api/handlers/super-admins.ts';
+import { accountHandlers } from './api/handlers/account.ts';
+import { userHandlers } from './api/handlers/users.ts';
+import { auditHandlers } from './api/handlers/audit.ts';
+import { AuditLogService } from './audit/audit-service.ts';
 import { verifiedModelHandlers } from './api/handlers/verified-models.ts';
 import { webhookHandlers } from './api/handlers/webhooks.ts';
 import { workspaceHandlers } from './api/handlers/workspaces.ts';
@@ -95,7 +99,8 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     stallMs: config.liveStreamStallMs,
     heartbeatMs: config.liveStreamHeartbeatMs,
     maxPerUser: config.liveStreamMaxPerUser,
-  }, logger);
+    credentialCheckMs: config.liveStreamCredentialCheckMs,
+  }, logger, (ids) => authenticator.stillValid(ids));
   const streamTickets = new StreamTickets(orm.em, config.liveStreamTicketTtlMs);
 
   const operationHandlers: OperationHandlers = {
@@ -104,6 +109,9 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...conversationHandlers(conversations),
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),
+    ...accountHandlers(identity),
+    ...userHandlers(identity),
+    ...auditHandlers(new AuditLogService(orm.em)),
     ...workspaceHandlers(workspaces),
     ...billingHandlers(billing),
     ...operationsHandlers(metrics),

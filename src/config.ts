@@ -73,6 +73,12 @@ export interface Config {
   readonly liveStreamMaxPerUser: number;
   /** How long a stream ticket (for browsers' EventSource) stays valid; it is single-use. */
   readonly liveStreamTicketTtlMs: number;
+  /**
+   * How often open live streams check their credential again (`LIVE_STREAM_CREDENTIAL_CHECK_MS`;
+   * default the credential cache's TTL, or 1 s without a cache): a revoked key's or a suspended
+   * user's streams end within this time.
+   */
+  readonly liveStreamCredentialCheckMs: number;
 
   // Reliability: connection timeouts (slow clients); the database's are in `database.timeouts`.
   /** The whole header block of a request must arrive within this time (slowloris headers). */
@@ -140,6 +146,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('METRICS_TOKEN must be at least 16 printable ASCII characters without spaces');
   }
   const poolSize = integer(env, 'DB_POOL_SIZE', 20, 1, 500);
+  const credentialCacheTtlMs = integer(env, 'CREDENTIAL_CACHE_TTL_MS', 5_000, 0, 3_600_000);
   const defaults = DEFAULT_DATABASE_TIMEOUTS;
   const timeouts: DatabaseTimeouts = {
     acquireTimeoutMs: integer(env, 'DB_ACQUIRE_TIMEOUT_MS', defaults.acquireTimeoutMs, 100, 600_000),
@@ -158,7 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxValidationErrors: integer(env, 'MAX_VALIDATION_ERRORS', 100, 1, 10_000),
-    credentialCacheTtlMs: integer(env, 'CREDENTIAL_CACHE_TTL_MS', 5_000, 0, 3_600_000),
+    credentialCacheTtlMs,
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
 
     // Issue-tracker workspaces
@@ -185,6 +192,7 @@ export function loadConfig(env: Env = process.env): Config {
     liveStreamHeartbeatMs: integer(env, 'LIVE_STREAM_HEARTBEAT_MS', 15_000, 50, 3_600_000),
     liveStreamMaxPerUser: integer(env, 'LIVE_STREAM_MAX_PER_USER', 10, 1, 10_000),
     liveStreamTicketTtlMs: integer(env, 'LIVE_STREAM_TICKET_TTL_MS', 60_000, 1_000, 3_600_000),
+    liveStreamCredentialCheckMs: integer(env, 'LIVE_STREAM_CREDENTIAL_CHECK_MS', credentialCacheTtlMs || 1_000, 50, 3_600_000),
 
     // Reliability: connection timeouts.
     httpHeadersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),

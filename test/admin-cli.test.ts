@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { createTestApp, type TestApp } from './helpers/app.ts';
@@ -213,6 +214,47 @@ describe('npm run admin -- <command>', function () {
       for (const secret of [alice.accessToken, alice.sessionApiKey, bob.accessToken, bob.sessionApiKey, ...hashes.map((h) => h.secret_hash)]) {
         expect(run.stdout + run.stderr).to.not.include(secret);
       }
+    });
+  });
+
+  describe('suspend-user and resume-user', () => {
+    it('suspend-user refuses every credential of the user; resume-user restores them', async () => {
+      await createUserFixture({ superAdmin: true });
+      const user = await createUserFixture();
+      const suspended = await admin('suspend-user', '--email', user.email);
+      expect(suspended.code, suspended.stderr).to.equal(0);
+      expect(suspended.result).to.deep.equal({ user_id: user.userId, email: user.email, is_super_admin: false, suspended: true });
+      await client.request.get('/api/me').set('X-Access-Token', user.accessToken).expect(401);
+      const resumed = await admin('resume-user', '--email', user.email);
+      expect(resumed.result).to.include({ suspended: false });
+      await client.request.get('/api/me').set('X-Access-Token', user.accessToken).expect(200);
+    });
+
+    it('suspend-user refuses the last super admin (exit 1)', async () => {
+      const last = await createUserFixture({ superAdmin: true });
+      expectFailure(await admin('suspend-user', '--email', last.email), 1, /last super admin/);
+    });
+  });
+
+  describe('audit', () => {
+    it('every change the CLI makes is audited as cli:<os user>, without the secret it issued', async () => {
+      const created = await admin('create-user', '--email', 'grace@example.com', '--super-admin');
+      const token = await admin('create-token', '--email', 'grace@example.com', '--name', 'laptop', '--expires-in-days', '7');
+      await admin('revoke', '--token', token.result.access_token as string);
+      const rows = await testDatabase()
+        .orm.em.getConnection()
+        .execute<{ actor: string; action: string; target_type: string; request_id: string | null; summary: Record<string, unknown> }[]>(
+          'select actor, action, target_type, request_id, summary from audit_log order by id',
+        );
+      expect(rows.map((r) => [r.actor, r.action, r.target_type, r.request_id])).to.deep.equal([
+        [`cli:${os.userInfo().username}`, 'user.created', 'user', null],
+        [`cli:${os.userInfo().username}`, 'key.created', 'key', null],
+        [`cli:${os.userInfo().username}`, 'key.created', 'key', null],
+        [`cli:${os.userInfo().username}`, 'key.revoked', 'key', null],
+      ]);
+      expect(rows[2]!.summary).to.include({ user_id: created.result.user_id, kind: 'access_token', name: 'laptop' });
+      const text = JSON.stringify(rows);
+      expect(text).to.not.include(created.result.access_token as string).and.not.include(token.result.access_token as string);
     });
   });
 

@@ -16,8 +16,9 @@ describe('credential secrecy', () => {
 
   it('no secret or hash appears in any response or log line after issuing', async () => {
     const identity = new IdentityService(testDatabase().orm.em);
-    const { user: root, accessToken } = await identity.createUser('root@example.com', { superAdmin: true });
-    const { secret: sessionApiKey } = await identity.issueCredential(root.email, 'session_api_key');
+    const { key } = await identity.createUser('cli:test', 'root@example.com', { superAdmin: true, firstKey: { kind: 'access_token' } });
+    const accessToken = key!.secret;
+    const { secret: sessionApiKey } = await identity.issueKey('cli:test', { email: 'root@example.com' }, { kind: 'session_api_key' });
     const member = await createUserFixture();
     const unknownToken = generateSecret('access_token');
 
@@ -42,7 +43,7 @@ describe('credential secrecy', () => {
     const webhook = `/api/v1/webhooks/events/${randomUUID()}`;
     await send(client.request.post(webhook).set('X-Session-API-Key', sessionApiKey).send([minimalEvent('PauseEvent')]));
     await send(client.request.post(webhook).set('X-Session-API-Key', accessToken).send([minimalEvent('PauseEvent')]));
-    await identity.revoke(accessToken);
+    await identity.revoke('cli:test', accessToken);
     await send(client.request.get('/api/admin/super-admins').set('X-Access-Token', accessToken));
 
     expect(responses.map((r) => r.status)).to.deep.equal([201, 409, 422, 403, 200, 200, 204, 200, 403, 401, 401, 200, 401, 401]);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../generated/openapi.ts';
 import type { BillingConfig } from '../config.ts';
+import { recordAudit } from '../audit/audit-service.ts';
 import { InvalidInputError, NotFoundError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { CheckoutSession, type PaymentProviderName } from './entities.ts';
@@ -33,7 +34,7 @@ const COMPLETE_SQL = (inTime: InTime) => `
   )
   insert into credit_ledger (checkout_session_id, user_id, amount_usd)
   select id, user_id, amount_usd from completed
-  returning checkout_session_id`;
+  returning checkout_session_id, user_id, amount_usd`;
 
 /**
  * How a completion shows that the payment was made before the session expired: `now` (the local
@@ -224,10 +225,26 @@ export class BillingService {
 
   /** True when this call credited the session; false when it was not payable (or already paid). */
   private async complete(id: string, provider: PaymentProviderName, inTime: InTime = 'now'): Promise<boolean> {
-    const rows = await this.em
-      .getConnection()
-      .execute<{ checkout_session_id: string }[]>(COMPLETE_SQL(inTime), inTime instanceof Date ? [id, provider, inTime] : [id, provider]);
-    return rows.length > 0;
+    return this.em.fork().transactional(async (em) => {
+      const [credited] = await em
+        .getConnection()
+        .execute<{ checkout_session_id: string; user_id: string; amount_usd: number }[]>(
+          COMPLETE_SQL(inTime),
+          inTime instanceof Date ? [id, provider, inTime] : [id, provider],
+          'all',
+          em.getTransactionContext(),
+        );
+      if (!credited) return false;
+      await recordAudit(em, {
+        // Nobody signed in completes a payment: the provider's confirmation does.
+        actor: provider === 'stripe' ? 'system:stripe' : 'system:local-checkout',
+        action: 'checkout_session.completed',
+        targetType: 'checkout_session',
+        targetId: id,
+        summary: { user_id: credited.user_id, amount_usd: credited.amount_usd, provider },
+      });
+      return true;
+    });
   }
 }
 

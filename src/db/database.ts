@@ -18,6 +18,8 @@ import { Migration20261123040000_conversation_info } from './migrations/Migratio
 import { Migration20261123050000_live_streams } from './migrations/Migration20261123050000_live_streams.ts';
 import { Migration20261123060000_group_commit } from './migrations/Migration20261123060000_group_commit.ts';
 import { Migration20261123070000_set_based_ingest } from './migrations/Migration20261123070000_set_based_ingest.ts';
+import { Migration20261125030000_administration } from './migrations/Migration20261125030000_administration.ts';
+import { AuditEntrySchema } from '../audit/entities.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
 export const MIGRATIONS = [
@@ -31,6 +33,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261123050000_live_streams', class: Migration20261123050000_live_streams },
   { name: 'Migration20261123060000_group_commit', class: Migration20261123060000_group_commit },
   { name: 'Migration20261123070000_set_based_ingest', class: Migration20261123070000_set_based_ingest },
+  { name: 'Migration20261125030000_administration', class: Migration20261125030000_administration },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */
@@ -65,6 +68,7 @@ export function ormOptions(
       WorkspaceLinkSchema,
       CheckoutSessionSchema,
       CreditLedgerEntrySchema,
+      AuditEntrySchema,
     ],
     extensions: [Migrator],
     migrations: { migrationsList: MIGRATIONS, transactional: true, allOrNothing: true, snapshot: false },

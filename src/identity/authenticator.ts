@@ -10,13 +10,23 @@ export interface Principal {
   readonly isSuperAdmin: boolean;
   readonly credentialId: string;
   readonly credentialKind: CredentialKind;
+  /** When the credential used expires (null: never); a key it creates may not outlive it. */
+  readonly credentialExpiresAt?: Date | null;
 }
 
-export type Permission = 'MANAGE_SUPER_ADMINS' | 'MANAGE_VERIFIED_MODELS';
+export type Permission = 'MANAGE_SUPER_ADMINS' | 'MANAGE_USERS' | 'MANAGE_VERIFIED_MODELS' | 'VIEW_AUDIT_LOG';
+
+/** Every permission there is, in the order `GET /api/me` lists them. */
+export const ALL_PERMISSIONS: readonly Permission[] = ['MANAGE_SUPER_ADMINS', 'MANAGE_USERS', 'MANAGE_VERIFIED_MODELS', 'VIEW_AUDIT_LOG'];
 
 /** Super admins hold every permission; nobody else holds any admin permission. */
+export function permissionsOf(principal: { isSuperAdmin: boolean }): Permission[] {
+  return principal.isSuperAdmin ? [...ALL_PERMISSIONS] : [];
+}
+
+/** Throws 403 unless the principal holds `permission`. */
 export function requirePermission(principal: Principal, permission: Permission): void {
-  if (!principal.isSuperAdmin) throw new ForbiddenError(`This operation requires the ${permission} permission`);
+  if (!permissionsOf(principal).includes(permission)) throw new ForbiddenError(`This operation requires the ${permission} permission`);
 }
 
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -25,7 +35,7 @@ const CACHE_LIMIT = 10_000;
 /**
  * Resolves `X-Access-Token` and `X-Session-API-Key` secrets to principals. A verified secret is
  * remembered for `cacheTtlMs`, so the webhook's hot path does not pay a database round trip per
- * request; revocation therefore takes effect within that time.
+ * request; revocation and suspension therefore take effect within that time (expiry at once).
  */
 export class Authenticator {
   private readonly cache = new Map<string, { principal: Principal; expiresAt: number }>();
@@ -46,28 +56,46 @@ export class Authenticator {
     if (cached && cached.expiresAt > now) return cached.principal;
 
     const em = this.em.fork();
-    const credential = await em.findOne(
-      Credential,
-      { secretHash: hash, kind, revokedAt: null },
-      { populate: ['user'] },
-    );
+    const credential = await em.findOne(Credential, { secretHash: hash, kind, revokedAt: null }, { populate: ['user'] });
     if (!credential || !sameHash(credential.secretHash, hash)) throw new UnauthenticatedError(`Invalid ${label}`);
+    // The holder of the secret may learn why it stopped working.
+    if (credential.expiresAt && credential.expiresAt.getTime() <= now) {
+      throw new UnauthenticatedError(`Invalid ${label}: it expired at ${credential.expiresAt.toISOString()}`);
+    }
+    if (credential.user.suspendedAt) throw new UnauthenticatedError(`Invalid ${label}: the account is suspended`);
     const principal: Principal = {
       userId: credential.user.id,
       email: credential.user.email,
       isSuperAdmin: credential.user.isSuperAdmin,
       credentialId: credential.id,
       credentialKind: kind,
+      credentialExpiresAt: credential.expiresAt,
     };
     if (this.cacheTtlMs > 0) {
       if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
-      this.cache.set(`${kind}:${hash}`, { principal, expiresAt: now + this.cacheTtlMs });
+      const expiresAt = Math.min(now + this.cacheTtlMs, credential.expiresAt?.getTime() ?? Infinity);
+      this.cache.set(`${kind}:${hash}`, { principal, expiresAt });
     }
     this.recordUse(credential.id, now);
     return principal;
   }
 
-  /** Keeps `last_used_at` roughly current without a write per request. */
+  /**
+   * Of `credentialIds`, those still good: not revoked, not expired, their user not suspended. One
+   * query, for the live streams' periodic check of the credentials they were opened with.
+   */
+  async stillValid(credentialIds: readonly string[]): Promise<Set<string>> {
+    if (credentialIds.length === 0) return new Set();
+    const rows = await this.em.getConnection().execute<{ id: string }[]>(
+      `select c.id from credentials c join users u on u.id = c.user_id
+        where c.id in (?) and c.revoked_at is null
+          and (c.expires_at is null or c.expires_at > now()) and u.suspended_at is null`,
+      [credentialIds],
+    );
+    return new Set(rows.map((row) => row.id));
+  }
+
+  /** Keeps `last_used_at` roughly current without a write per request: at most once a minute, not awaited. */
   private recordUse(credentialId: string, now: number): void {
     const last = this.lastUsedWrittenAt.get(credentialId) ?? 0;
     if (now - last < LAST_USED_RESOLUTION_MS) return;

@@ -1,7 +1,55 @@
 import type { components } from '../../generated/openapi.ts';
-import type { User } from './entities.ts';
+import { permissionsOf } from './authenticator.ts';
+import type { Credential, User } from './entities.ts';
+import type { IssuedKey, UserSummary } from './identity-service.ts';
+
+type Schemas = components['schemas'];
 
 /** The API's view of a super admin. */
-export function toSuperAdminView(user: User): components['schemas']['SuperAdmin'] {
+export function toSuperAdminView(user: User): Schemas['SuperAdmin'] {
   return { user_id: user.id, email: user.email };
+}
+
+/** The caller's account (`GET /api/me`). */
+export function toMeView(user: User): Schemas['Me'] {
+  return {
+    user_id: user.id,
+    email: user.email,
+    is_super_admin: user.isSuperAdmin,
+    permissions: permissionsOf(user),
+    suspended: user.suspendedAt !== null,
+    created_at: user.createdAt.toISOString(),
+  };
+}
+
+/** A key as its owner sees it: never the secret or its hash. */
+export function toKeyView(credential: Credential): Schemas['Key'] {
+  return {
+    id: credential.id,
+    kind: credential.kind,
+    name: credential.name,
+    prefix: credential.prefix,
+    created_at: credential.createdAt.toISOString(),
+    last_used_at: credential.lastUsedAt?.toISOString() ?? null,
+    expires_at: credential.expiresAt?.toISOString() ?? null,
+  };
+}
+
+/** A key just issued, with its secret (this response only). */
+export function toCreatedKeyView(issued: IssuedKey): Schemas['CreatedKey'] {
+  return { ...toKeyView(issued.credential), secret: issued.secret };
+}
+
+/** A user as administrators see them. */
+export function toAdminUserView(user: UserSummary): Schemas['AdminUser'] {
+  return {
+    user_id: user.userId,
+    email: user.email,
+    is_super_admin: user.isSuperAdmin,
+    suspended: user.suspended,
+    created_at: user.createdAt.toISOString(),
+    active_access_tokens: user.activeAccessTokens,
+    active_session_api_keys: user.activeSessionApiKeys,
+    last_used_at: user.lastUsedAt?.toISOString() ?? null,
+  };
 }

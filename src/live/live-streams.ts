@@ -17,15 +17,21 @@ export interface LiveStreamOptions {
   readonly stallMs: number;
   readonly heartbeatMs: number;
   readonly maxPerUser: number;
+  /** How often the credentials of open streams are checked again; a revoked one's streams end. */
+  readonly credentialCheckMs: number;
 }
 
+/** Of the given credential ids, those still good (not revoked or expired, their user not suspended). */
+export type CredentialCheck = (credentialIds: readonly string[]) => Promise<Set<string>>;
+
 /** Why a stream ended from our side; sent as the `reason` of the final `error` event. */
-export type CloseReason = 'slow_consumer' | 'server_shutdown' | 'read_failed';
+export type CloseReason = 'slow_consumer' | 'server_shutdown' | 'read_failed' | 'credential_revoked';
 
 const CLOSE_DETAIL: Record<CloseReason, string> = {
   slow_consumer: 'The client did not read the stream fast enough; reconnect with Last-Event-ID to resume.',
   server_shutdown: 'The server is shutting down; reconnect with Last-Event-ID to resume.',
   read_failed: 'The stored events could not be read; reconnect with Last-Event-ID to resume.',
+  credential_revoked: 'The credential of this stream was revoked or expired, or its account suspended.',
 };
 
 /** Stored events read per query while catching up. */
@@ -66,12 +72,14 @@ export class LiveStreams implements ActivityHandler {
   private readonly countByUser = new Map<string, number>();
   private readonly listener: ActivityListener;
   private closed = false;
+  private credentialTimer: NodeJS.Timeout | undefined;
 
   constructor(
     connectionString: string,
     readonly conversations: ConversationService,
     readonly options: LiveStreamOptions,
     readonly log: Logger,
+    private readonly credentialCheck?: CredentialCheck,
   ) {
     this.listener = new ActivityListener(connectionString, this, log);
   }
@@ -105,6 +113,31 @@ export class LiveStreams implements ActivityHandler {
     if (!subscribers) this.byConversation.set(conversation.id, (subscribers = new Set()));
     subscribers.add(subscriber);
     subscriber.start();
+    this.checkCredentialsPeriodically();
+  }
+
+  /** While streams are open, ends those whose credential stopped being good (one query per interval). */
+  private checkCredentialsPeriodically(): void {
+    if (!this.credentialCheck || this.credentialTimer) return;
+    const check = this.credentialCheck;
+    const tick = async () => {
+      const open = [...this.byConversation.values()].flatMap((subscribers) => [...subscribers]);
+      if (open.length === 0 || this.closed) {
+        this.credentialTimer = undefined;
+        return;
+      }
+      try {
+        const valid = await check([...new Set(open.map((s) => s.principal.credentialId))]);
+        for (const subscriber of open) {
+          if (!valid.has(subscriber.principal.credentialId)) void subscriber.end('credential_revoked');
+        }
+      } catch (error) {
+        // The database is unreachable: the streams stay; the next tick checks again.
+        this.log.warn({ err: error }, 'live streams could not check their credentials');
+      }
+      if (!this.closed) this.credentialTimer = setTimeout(() => void tick(), this.options.credentialCheckMs).unref();
+    };
+    this.credentialTimer = setTimeout(() => void tick(), this.options.credentialCheckMs).unref();
   }
 
   /** Called by a subscriber when it has ended, whichever way. */
@@ -141,6 +174,7 @@ export class LiveStreams implements ActivityHandler {
   /** Ends every stream (final `error` event, reason `server_shutdown`) and stops listening. */
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.credentialTimer);
     const closing: Promise<void>[] = [];
     for (const subscribers of [...this.byConversation.values()]) {
       for (const subscriber of [...subscribers]) closing.push(subscriber.end('server_shutdown'));

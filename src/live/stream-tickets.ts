@@ -35,7 +35,7 @@ export class StreamTickets {
 
   /**
    * Redeems a ticket (once): the principal of the access token that got it, and its conversation.
-   * Unknown, used, expired, or issued by a since revoked token → 401.
+   * Unknown, used, expired, or issued by a since revoked or expired token or a suspended user → 401.
    */
   async redeem(ticket: string | undefined): Promise<{ principal: Principal; conversationId: string }> {
     if (!ticket) throw new UnauthenticatedError('Missing ticket query parameter');
@@ -47,7 +47,8 @@ export class StreamTickets {
        )
        select r.conversation_id, c.id as credential_id, u.id as user_id, u.email, u.is_super_admin
        from redeemed r join credentials c on c.id = r.credential_id join users u on u.id = c.user_id
-       where r.expires_at > now() and c.revoked_at is null`,
+       where r.expires_at > now() and c.revoked_at is null
+         and (c.expires_at is null or c.expires_at > now()) and u.suspended_at is null`,
       [hashSecret(ticket)],
     );
     const row = rows[0];

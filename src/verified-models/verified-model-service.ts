@@ -1,5 +1,6 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../generated/openapi.ts';
+import { recordAudit, type AuditActor } from '../audit/audit-service.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { VerifiedModel } from './entities.ts';
 import { toVerifiedModelView, type VerifiedModelView } from './mapper.ts';
@@ -18,15 +19,24 @@ export class VerifiedModelService {
    * Adds a model. The contract has already trimmed and length-checked the names (`x-trim`);
    * `(provider, model_name)` must be new.
    */
-  async create(input: NewVerifiedModel): Promise<VerifiedModelView> {
-    const em = this.em.fork();
-    const model = em.create(VerifiedModel, {
-      modelName: input.model_name,
-      provider: input.provider,
-      isEnabled: input.is_enabled ?? true,
-    });
+  async create(actor: AuditActor, input: NewVerifiedModel): Promise<VerifiedModelView> {
     try {
-      await em.flush();
+      return await this.em.fork().transactional(async (em) => {
+        const model = em.create(VerifiedModel, {
+          modelName: input.model_name,
+          provider: input.provider,
+          isEnabled: input.is_enabled ?? true,
+        });
+        await em.flush();
+        await recordAudit(em, {
+          actor,
+          action: 'verified_model.created',
+          targetType: 'verified_model',
+          targetId: model.id,
+          summary: { provider: model.provider, model_name: model.modelName, is_enabled: model.isEnabled },
+        });
+        return toVerifiedModelView(model);
+      });
     } catch (error) {
       // The unique constraint, not a prior lookup, decides: two concurrent creates cannot both win.
       if (error instanceof UniqueConstraintViolationException) {
@@ -34,7 +44,6 @@ export class VerifiedModelService {
       }
       throw error;
     }
-    return toVerifiedModelView(model);
   }
 
   /** One page of models matching the filters, ordered by provider then model name. */
@@ -51,18 +60,47 @@ export class VerifiedModelService {
   }
 
   /** Enables or disables a model; `updated_at` moves only when the value changes. */
-  async setEnabled(id: number, isEnabled: boolean): Promise<VerifiedModelView> {
-    const em = this.em.fork();
-    const model = id <= MAX_ID ? await em.findOne(VerifiedModel, { id }) : null;
-    if (!model) throw new NotFoundError('Verified model not found');
-    model.isEnabled = isEnabled;
-    await em.flush();
-    return toVerifiedModelView(model);
+  async setEnabled(actor: AuditActor, id: number, isEnabled: boolean): Promise<VerifiedModelView> {
+    return this.em.fork().transactional(async (em) => {
+      const model = id <= MAX_ID ? await em.findOne(VerifiedModel, { id }) : null;
+      if (!model) throw new NotFoundError('Verified model not found');
+      if (model.isEnabled !== isEnabled) {
+        model.isEnabled = isEnabled;
+        await em.flush();
+        await recordAudit(em, {
+          actor,
+          action: 'verified_model.updated',
+          targetType: 'verified_model',
+          targetId: model.id,
+          summary: { provider: model.provider, model_name: model.modelName, is_enabled: isEnabled },
+        });
+      }
+      return toVerifiedModelView(model);
+    });
   }
 
   /** Removes a model. */
-  async delete(id: number): Promise<void> {
-    const deleted = id <= MAX_ID ? await this.em.fork().nativeDelete(VerifiedModel, { id }) : 0;
-    if (deleted === 0) throw new NotFoundError('Verified model not found');
+  async delete(actor: AuditActor, id: number): Promise<void> {
+    await this.em.fork().transactional(async (em) => {
+      const [deleted] =
+        id <= MAX_ID
+          ? await em
+              .getConnection()
+              .execute<{ provider: string; model_name: string }[]>(
+                'delete from verified_models where id = ? returning provider, model_name',
+                [id],
+                'all',
+                em.getTransactionContext(),
+              )
+          : [];
+      if (!deleted) throw new NotFoundError('Verified model not found');
+      await recordAudit(em, {
+        actor,
+        action: 'verified_model.deleted',
+        targetType: 'verified_model',
+        targetId: id,
+        summary: { provider: deleted.provider, model_name: deleted.model_name },
+      });
+    });
   }
 }

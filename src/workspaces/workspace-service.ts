@@ -3,6 +3,7 @@ import { LockMode, UniqueConstraintViolationException, type EntityManager } from
 import type { components } from '../../generated/openapi.ts';
 import { SecretBox } from '../crypto/secret-box.ts';
 import { verifyHubSignature } from '../crypto/hub-signature.ts';
+import { recordAudit } from '../audit/audit-service.ts';
 import { ConflictError, ForbiddenError, NotFoundError, UnauthenticatedError } from '../errors.ts';
 import { User } from '../identity/entities.ts';
 import { Workspace, WorkspaceLink } from './entities.ts';
@@ -80,6 +81,14 @@ export class WorkspaceService {
       workspace.cloudId = cloudId;
       workspace.isActive = input.is_active;
       await em.flush();
+      await recordAudit(em, {
+        actor: userId,
+        action: created ? 'workspace.registered' : 'workspace.updated',
+        targetType: 'workspace',
+        targetId: workspace.id,
+        // The secrets were replaced too; what they are is never written here.
+        summary: { name: workspace.name, svc_acc_email: workspace.svcAccEmail, is_active: workspace.isActive, secrets_replaced: true },
+      });
       const link = await this.linkUser(em, userId, workspace);
       return { created, link: toWorkspaceLinkView(link) };
     });
@@ -113,21 +122,44 @@ export class WorkspaceService {
 
   /** Makes the caller's active link inactive. */
   async unlink(userId: string): Promise<void> {
-    const changed = await this.em
-      .fork()
-      .nativeUpdate(WorkspaceLink, { user: userId, isActive: true }, { isActive: false, updatedAt: new Date() });
-    if (changed === 0) throw new NotFoundError('No issue-tracker workspace is linked to your account.');
+    await this.em.fork().transactional(async (em) => {
+      const link = await em.findOne(
+        WorkspaceLink,
+        { user: userId, isActive: true },
+        { populate: ['workspace'], lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
+      if (!link) throw new NotFoundError('No issue-tracker workspace is linked to your account.');
+      link.isActive = false;
+      link.updatedAt = new Date();
+      await recordAudit(em, {
+        actor: userId,
+        action: 'workspace.unlinked',
+        targetType: 'workspace',
+        targetId: link.workspace.id,
+        summary: { user_id: userId, name: link.workspace.name },
+      });
+    });
   }
 
   /** The admin turns a workspace off or on. */
   async setActive(userId: string, name: string, isActive: boolean): Promise<WorkspaceView> {
-    const em = this.em.fork();
-    const workspace = await em.findOne(Workspace, { name });
-    if (!workspace) throw new NotFoundError('No issue-tracker workspace has this name.');
-    if (workspace.admin.id !== userId) throw new ForbiddenError('You are not the admin of this workspace.');
-    workspace.isActive = isActive;
-    await em.flush();
-    return toWorkspaceView(workspace, userId);
+    return this.em.fork().transactional(async (em) => {
+      const workspace = await em.findOne(Workspace, { name }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (!workspace) throw new NotFoundError('No issue-tracker workspace has this name.');
+      if (workspace.admin.id !== userId) throw new ForbiddenError('You are not the admin of this workspace.');
+      if (workspace.isActive !== isActive) {
+        workspace.isActive = isActive;
+        await em.flush();
+        await recordAudit(em, {
+          actor: userId,
+          action: isActive ? 'workspace.activated' : 'workspace.deactivated',
+          targetType: 'workspace',
+          targetId: workspace.id,
+          summary: { name: workspace.name },
+        });
+      }
+      return toWorkspaceView(workspace, userId);
+    });
   }
 
   /**
@@ -168,7 +200,7 @@ export class WorkspaceService {
    * Re-encrypts every stored secret not made with the current key (after a new key was put
    * first in `SECRETS_ENCRYPTION_KEYS`), so the old key can then be dropped.
    */
-  async resealSecrets(): Promise<{ workspaces: number; resealed: number; keyId: string }> {
+  async resealSecrets(actor: string): Promise<{ workspaces: number; resealed: number; keyId: string }> {
     const current = this.secrets.currentKeyId;
     return this.em.fork().transactional(async (em) => {
       const rows = await em
@@ -195,6 +227,13 @@ export class WorkspaceService {
             'run',
             em.getTransactionContext(),
           );
+        await recordAudit(em, {
+          actor,
+          action: 'workspace.secrets_resealed',
+          targetType: 'workspace',
+          targetId: row.id,
+          summary: { key_id: current },
+        });
         resealed++;
       }
       return { workspaces: rows.length, resealed, keyId: current };
@@ -209,12 +248,22 @@ export class WorkspaceService {
       { isActive: false, updatedAt: new Date() },
     );
     let link = await em.findOne(WorkspaceLink, { user: userId, workspace: workspace.id });
+    const wasActive = link?.isActive === true;
     if (link) {
       link.isActive = true;
     } else {
       link = em.create(WorkspaceLink, { user: em.getReference(User, userId), workspace, isActive: true });
     }
     await em.flush();
+    if (!wasActive) {
+      await recordAudit(em, {
+        actor: userId,
+        action: 'workspace.linked',
+        targetType: 'workspace',
+        targetId: workspace.id,
+        summary: { user_id: userId, name: workspace.name },
+      });
+    }
     return link;
   }
 }

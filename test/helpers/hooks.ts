@@ -38,6 +38,7 @@ export async function recreateSchema(db: Database): Promise<void> {
 
 /** Every table the migrations create (bar MikroORM's own): emptied before each test. */
 export const TABLES = [
+  'audit_log',
   'stream_tickets',
   'conversation_infos',
   'credit_ledger',
