@@ -17,6 +17,7 @@ import { launchBrowserOrSkip } from './helpers/browser.ts';
 import { createUserFixture, type UserFixture } from './helpers/fixtures.ts';
 import { testConfig, testDatabase } from './helpers/hooks.ts';
 import { freePort } from './helpers/server-process.ts';
+import { rememberSecret } from './helpers/secret-scan.ts';
 
 const require = createRequire(import.meta.url);
 const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
@@ -378,16 +379,46 @@ describe('console in a browser (headless Chromium)', function () {
     expect(response.headers.get('location')).to.equal(`/#/conversations/${conversationId}`);
   });
 
-  it('shows super admins the administration page', async () => {
+  it('shows super admins the administration page: users, super admins, verified models, audit log', async () => {
     const admin = await createUserFixture({ superAdmin: true });
     await signIn(admin.accessToken, '#/admin');
     await page.fill('#model-provider', 'anthropic');
     await page.fill('#model-name', 'claude-sonnet-4-5');
     await page.click('#add-model button');
     await page.locator('td code', { hasText: 'claude-sonnet-4-5' }).waitFor();
-    expect(await page.textContent('.plain-list')).to.include(admin.email);
+    expect(await page.textContent('#admins-title + .plain-list')).to.include(admin.email);
+    await page.fill('#new-user-email', 'ada@example.com');
+    await page.click('#create-user button');
+    const row = page.locator('#users tbody tr', { hasText: 'ada@example.com' });
+    await row.waitFor();
+    await row.locator('button', { hasText: 'Suspend' }).click();
+    await page.locator('#users tbody tr', { hasText: 'ada@example.com' }).locator('.badge[data-status="suspended"]').waitFor();
+    await page.fill('#audit-action', 'user.suspended');
+    await page.click('section[aria-labelledby="audit-title"] form button');
+    await page.locator('#audit-log tbody tr', { hasText: 'user.suspended' }).waitFor();
     await expectAccessible();
     await photograph('admin');
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('creates a key, shows its secret once with a copy button, and revokes it', async () => {
+    await signIn(user.accessToken, '#/account');
+    await page.fill('#key-name', 'laptop CLI');
+    await page.click('#create-key button[type=submit]');
+    const secret = (await page.locator('#new-secret').textContent())!;
+    rememberSecret(secret);
+    expect(await page.locator('.secret-box button', { hasText: 'Copy' }).count()).to.equal(1);
+    const works = await fetch(`${baseUrl}/api/v1/conversations`, { headers: { 'X-Access-Token': secret } });
+    expect(works.status).to.equal(200);
+    await expectAccessible();
+    await photograph('keys');
+    const row = page.locator('#keys tbody tr', { hasText: 'laptop CLI' });
+    await row.locator('button').click();
+    await row.locator('button', { hasText: 'Confirm revoke' }).click();
+    await row.waitFor({ state: 'detached' });
+    expect(await page.locator('#new-secret').count(), 'the secret is not shown again').to.equal(0);
+    const refused = await fetch(`${baseUrl}/api/v1/conversations`, { headers: { 'X-Access-Token': secret } });
+    expect(refused.status).to.equal(401);
     expect(pageErrors).to.deep.equal([]);
   });
 });

@@ -27,7 +27,7 @@ let cleanup: Cleanup;
 let isSuperAdmin: Promise<boolean> | undefined;
 
 function superAdmin(): Promise<boolean> {
-  isSuperAdmin ??= api.GET('/api/admin/super-admins').then(({ response }) => response.ok, () => false);
+  isSuperAdmin ??= api.GET('/api/me').then(({ data }) => data?.is_super_admin ?? false, () => false);
   return isSuperAdmin;
 }
 

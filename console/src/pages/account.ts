@@ -1,13 +1,18 @@
 import { api, describeError, type Schemas } from '../api.ts';
 import { badge, h, notice, replace, time } from '../dom.ts';
 import type { Page } from '../main.ts';
+import { showKeys } from './keys.ts';
 
-/** Account: credits (balance, history, buy), the workspace link; each section loads on its own. */
+/** Account: who I am, credits (balance, history, buy), my keys, the workspace link. */
 export const accountPage: Page = (main) => {
   const credits = h('section', { class: 'card stack', 'aria-labelledby': 'credits-title' });
+  const keys = h('section', { class: 'card stack', 'aria-labelledby': 'keys-title' });
   const workspace = h('section', { class: 'card stack', 'aria-labelledby': 'workspace-title' });
-  replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Account')), h('div', { class: 'grid' }, credits, workspace));
+  const who = h('p', { class: 'hint', id: 'me' });
+  replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Account'), who), h('div', { class: 'grid' }, credits, workspace), keys);
+  void api.GET('/api/me').then(({ data }) => data && replace(who, `Signed in as ${data.email}`, data.is_super_admin ? ' · super admin' : ''));
   void showCredits(credits);
+  void showKeys(keys);
   void showWorkspace(workspace);
 };
 

@@ -1,14 +1,20 @@
 import { api, describeError, type Schemas } from '../api.ts';
 import { badge, h, notice, replace, time } from '../dom.ts';
 import type { Page } from '../main.ts';
+import { showUsers } from './admin-users.ts';
+import { showAuditLog } from './audit.ts';
 
-/** Administration for super admins: verified models and super admins. */
+/** Administration for super admins: users, super admins, verified models, the audit log. */
 export const adminPage: Page = (main) => {
+  const users = h('section', { class: 'card stack', 'aria-labelledby': 'users-title' });
   const models = h('section', { class: 'card stack', 'aria-labelledby': 'models-title' });
   const admins = h('section', { class: 'card stack', 'aria-labelledby': 'admins-title' });
-  replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Administration')), h('div', { class: 'grid' }, models, admins));
+  const audit = h('section', { class: 'card stack', 'aria-labelledby': 'audit-title' });
+  replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Administration')), h('div', { class: 'stack' }, users, h('div', { class: 'grid' }, admins, models), audit));
+  void showUsers(users);
   void showModels(models);
   void showSuperAdmins(admins);
+  void showAuditLog(audit);
 };
 
 async function showModels(section: HTMLElement): Promise<void> {
@@ -77,10 +83,31 @@ async function showSuperAdmins(section: HTMLElement): Promise<void> {
   const title = h('h2', { id: 'admins-title' }, 'Super admins');
   const { data, error, response } = await api.GET('/api/admin/super-admins');
   if (!data) return replace(section, title, notice(describeError(error, response.status), 'error'));
+  const message = h('div', { 'aria-live': 'polite' });
+  const email = h('input', { id: 'grant-email', type: 'email', required: true, autocomplete: 'off', maxlength: 320 });
+  const form = h('form', { class: 'form-grid', id: 'grant-super-admin' }, h('div', null, h('label', { for: 'grant-email' }, 'Make super admin (e-mail)'), email), h('button', { type: 'submit', class: 'btn' }, 'Grant'));
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const result = await api.POST('/api/admin/super-admins', { body: { email: email.value } });
+    if (!result.data) return replace(message, notice(describeError(result.error, result.response.status), 'error'));
+    void showSuperAdmins(section);
+  });
+  const revoke = async (admin: Schemas['SuperAdmin']) => {
+    const result = await api.DELETE('/api/admin/super-admins/{user_id}', { params: { path: { user_id: admin.user_id } } });
+    if (!result.response.ok) return replace(message, notice(describeError(result.error, result.response.status), 'error'));
+    void showSuperAdmins(section);
+  };
   replace(
     section,
     title,
-    h('ul', { class: 'plain-list' }, data.super_admins.map((admin) => h('li', null, h('strong', null, admin.email), ' ', h('span', { class: 'hint' }, admin.user_id)))),
-    h('p', { class: 'hint' }, 'Grant or revoke with the admin CLI: npm run admin -- help. Listed at ', time(new Date().toISOString()), '.'),
+    h(
+      'ul',
+      { class: 'plain-list' },
+      data.super_admins.map((admin) =>
+        h('li', { class: 'section-head' }, h('span', null, h('strong', null, admin.email), ' ', h('span', { class: 'hint' }, admin.user_id)), h('button', { type: 'button', class: 'btn small', onclick: () => void revoke(admin) }, 'Revoke', h('span', { class: 'visually-hidden' }, ` ${admin.email}`))),
+      ),
+    ),
+    form,
+    message,
   );
 }
