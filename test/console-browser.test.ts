@@ -117,13 +117,13 @@ describe('console in a browser (headless Chromium)', function () {
 
   /** Screenshots at 1280 and 375 px wide, in light and dark. */
   async function photograph(name: string): Promise<void> {
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-1280.png`) });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-1280.png`), fullPage: true });
     await page.emulateMedia({ colorScheme: 'dark' });
     await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-1280-dark.png`) });
     await page.emulateMedia({ colorScheme: 'light' });
     await page.setViewportSize({ width: 375, height: 760 });
     await page.waitForTimeout(100);
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-375.png`) });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-375.png`), fullPage: true });
     await page.setViewportSize({ width: 1280, height: 800 });
   }
 
