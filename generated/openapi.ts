@@ -494,6 +494,217 @@ export interface paths {
         patch: operations["updateVerifiedModel"];
         trace?: never;
     };
+    "/api/v1/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's webhook endpoints
+         * @description The caller's endpoints, oldest first (at most `OUTBOUND_WEBHOOK_MAX_ENDPOINTS`). Secrets are never listed.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Subscribe an endpoint to outbound webhooks
+         * @description Registers a URL that receives signed messages (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`).
+         *     `event_types` defaults to every type; `conversation_id` limits the endpoint to one
+         *     conversation. The response carries `secret` (`whsec_` + base64 of 24 random bytes) — shown
+         *     only here and by `rotateWebhookEndpointSecret`, stored encrypted.
+         *
+         *     `url` must be absolute, `https://` (or `http://` when the server sets
+         *     `OUTBOUND_WEBHOOK_ALLOW_HTTP=true`), without credentials or fragment; otherwise 422 and
+         *     nothing is stored. More than `OUTBOUND_WEBHOOK_MAX_ENDPOINTS` (20) endpoints per user → 409.
+         *     Addresses that resolve to loopback, private, link-local, unique-local or unspecified
+         *     addresses are refused at delivery time (see docs/outbound-webhooks.md).
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get one of the caller's webhook endpoints
+         * @description Another user's endpoint, or one that does not exist → 404.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint with its message log; pending deliveries are dropped. 204 with no body.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Changes `url`, `description`, `event_types` (null: every type) or `disabled`. Enabling a
+         *     disabled endpoint clears its failure record. The same rules as at creation apply (422).
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an endpoint's signing secret
+         * @description Issues a new secret, shown once. For `OUTBOUND_WEBHOOK_ROTATION_OVERLAP_HOURS` (24) after
+         *     the rotation every message carries two signatures, by the new secret and by the previous
+         *     one (`webhook-signature: v1,<new> v1,<previous>`), so a receiver can switch over at its pace.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test message
+         * @description Queues a `webhook.test` message to the endpoint (also when it is disabled) and returns it; it is delivered and retried as any other.
+         */
+        post: operations["sendWebhookEndpointTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The endpoint's message log
+         * @description Messages sent (or to be sent) to the endpoint, newest first, with their delivery state. `next_cursor` fetches the next page.
+         */
+        get: operations["listWebhookMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/messages/{message_id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+                /**
+                 * @description Message id (`msg_` + 32 hex digits).
+                 * @example msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f
+                 */
+                message_id: components["parameters"]["MessageIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The delivery attempts of one message
+         * @description Every attempt, oldest first; no secret and at most 1 KB of each response body appear here.
+         */
+        get: operations["listWebhookMessageAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/messages/{message_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+                /**
+                 * @description Message id (`msg_` + 32 hex digits).
+                 * @example msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f
+                 */
+                message_id: components["parameters"]["MessageIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver a message again
+         * @description Queues one more attempt at once, whatever the message's state (a failed message becomes pending again). Same `webhook-id`.
+         */
+        post: operations["retryWebhookMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/billing/create-checkout-session": {
         parameters: {
             query?: never;
@@ -2365,6 +2576,168 @@ export interface components {
             /** @description Super admins. */
             super_admins: components["schemas"]["SuperAdmin"][];
         };
+        /**
+         * @description A message type. `conversation.created`; `conversation.events` (the events of one committed
+         *     webhook batch); `conversation.status_changed`; `conversation.finished` (execution status
+         *     became `finished`, `error` or `stuck`); `checkout.completed`; `webhook.test`.
+         * @enum {string}
+         */
+        WebhookEventType: "conversation.created" | "conversation.events" | "conversation.status_changed" | "conversation.finished" | "checkout.completed" | "webhook.test";
+        /** @description A new webhook endpoint. */
+        WebhookEndpointCreate: {
+            /** @description Absolute `https://` URL (http only when the server allows it). */
+            url: string;
+            /** @description Free text for the owner. */
+            description?: string;
+            /** @description The types to send; absent or null → every type. */
+            event_types?: components["schemas"]["WebhookEventType"][] | null;
+            /**
+             * Format: uuid
+             * @description Only messages about this conversation.
+             */
+            conversation_id?: string | null;
+        };
+        /** @description The fields to change; absent fields stay as they are. */
+        WebhookEndpointUpdate: {
+            /** @description Absolute `https://` URL (http only when the server allows it). */
+            url?: string;
+            /** @description Free text for the owner. */
+            description?: string;
+            /** @description The types to send; null → every type. */
+            event_types?: components["schemas"]["WebhookEventType"][] | null;
+            /** @description Stop (true) or resume (false) deliveries. */
+            disabled?: boolean;
+        };
+        /** @description A webhook endpoint (its secret is never shown here). */
+        WebhookEndpoint: {
+            /**
+             * Format: uuid
+             * @description Endpoint id.
+             */
+            id: string;
+            /** @description Where messages are posted. */
+            url: string;
+            /** @description Free text for the owner. */
+            description: string;
+            /** @description The types sent; null → every type. */
+            event_types: components["schemas"]["WebhookEventType"][] | null;
+            /**
+             * Format: uuid
+             * @description Only messages about this conversation; null → all of the owner's.
+             */
+            conversation_id: string | null;
+            /** @description True when no message is sent (by the owner, a 410 answer, or failing for days). */
+            disabled: boolean;
+            /** @description Why the server disabled it; null when enabled or disabled by the owner. */
+            disabled_reason: string | null;
+            /**
+             * Format: date-time
+             * @description Creation time.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Last change.
+             */
+            updated_at: string;
+        };
+        /** @description A webhook endpoint with its signing secret, shown once. */
+        WebhookEndpointWithSecret: {
+            /**
+             * Format: uuid
+             * @description Endpoint id.
+             */
+            id: string;
+            /** @description Where messages are posted. */
+            url: string;
+            /** @description Free text for the owner. */
+            description: string;
+            /** @description The types sent; null → every type. */
+            event_types: components["schemas"]["WebhookEventType"][] | null;
+            /**
+             * Format: uuid
+             * @description Only messages about this conversation; null → all of the owner's.
+             */
+            conversation_id: string | null;
+            /** @description True when no message is sent (by the owner, a 410 answer, or failing for days). */
+            disabled: boolean;
+            /** @description Why the server disabled it; null when enabled or disabled by the owner. */
+            disabled_reason: string | null;
+            /**
+             * Format: date-time
+             * @description Creation time.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Last change.
+             */
+            updated_at: string;
+            /** @description `whsec_` + base64 of 24 random bytes; verify signatures with it (Standard Webhooks). */
+            secret: string;
+        };
+        /** @description The caller's endpoints. */
+        WebhookEndpointList: {
+            /** @description Endpoints, oldest first. */
+            items: components["schemas"]["WebhookEndpoint"][];
+        };
+        /** @description A message for one endpoint and its delivery state. */
+        WebhookMessage: {
+            /** @description Message id, sent as `webhook-id` (the same on every attempt). */
+            id: string;
+            type: components["schemas"]["WebhookEventType"];
+            /**
+             * @description `pending` until an attempt gets a 2xx (`succeeded`) or the last attempt failed (`failed`).
+             * @enum {string}
+             */
+            state: "pending" | "succeeded" | "failed";
+            /** @description Attempts made. */
+            attempts: number;
+            /** @description HTTP status of the last attempt; null when it got no answer. */
+            last_status_code: number | null;
+            /** @description Why the last attempt failed; null after a success. */
+            last_error: string | null;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due; null when none is.
+             */
+            next_attempt_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the message was stored (its `timestamp`).
+             */
+            created_at: string;
+        };
+        /** @description One page of an endpoint's messages, newest first. */
+        WebhookMessagePage: {
+            /** @description Messages. */
+            items: components["schemas"]["WebhookMessage"][];
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /** @description One delivery attempt. */
+        WebhookAttempt: {
+            /** @description Its number, from 1. */
+            attempt: number;
+            /**
+             * Format: date-time
+             * @description When it started.
+             */
+            started_at: string;
+            /** @description How long it took. */
+            duration_ms: number;
+            /** @description The receiver's HTTP status; null when there was no answer. */
+            status_code: number | null;
+            /** @description Why it failed; null on success. */
+            error: string | null;
+            /** @description The first 1 KB of the response body. */
+            response_excerpt: string | null;
+        };
+        /** @description The attempts of one message, oldest first. */
+        WebhookAttemptList: {
+            /** @description Attempts. */
+            items: components["schemas"]["WebhookAttempt"][];
+        };
         /** @description The user to make a super admin, by id or by e-mail. */
         SuperAdminGrant: components["schemas"]["UserById"] | components["schemas"]["UserByEmail"];
         /** @description A user named by id. */
@@ -2559,6 +2932,20 @@ export interface components {
         };
     };
     responses: {
+        /** @description The caller already has the most endpoints allowed (`OUTBOUND_WEBHOOK_MAX_ENDPOINTS`); nothing was stored. */
+        TooManyEndpoints: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "At most 20 webhook endpoints per user"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
         /** @description The credential header is missing or its value is unknown. */
         Unauthorized: {
             headers: {
@@ -2720,6 +3107,16 @@ export interface components {
          * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
          */
         CheckoutSessionId: string;
+        /**
+         * @description Webhook endpoint id (UUID).
+         * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+         */
+        EndpointIdPath: string;
+        /**
+         * @description Message id (`msg_` + 32 hex digits).
+         * @example msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f
+         */
+        MessageIdPath: string;
         /**
          * @description User id (UUID).
          * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
@@ -3707,6 +4104,468 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *           "url": "https://hooks.example.com/agent-platform",
+                     *           "description": "Notify the team chat when a run finishes",
+                     *           "event_types": [
+                     *             "conversation.finished"
+                     *           ],
+                     *           "conversation_id": null,
+                     *           "disabled": false,
+                     *           "disabled_reason": null,
+                     *           "created_at": "2026-11-25T09:00:00.000Z",
+                     *           "updated_at": "2026-11-25T09:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/agent-platform",
+                 *       "description": "Notify the team chat when a run finishes",
+                 *       "event_types": [
+                 *         "conversation.finished"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookEndpointCreate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint was created; its secret is shown this once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *       "url": "https://hooks.example.com/agent-platform",
+                     *       "description": "Notify the team chat when a run finishes",
+                     *       "event_types": [
+                     *         "conversation.finished"
+                     *       ],
+                     *       "conversation_id": null,
+                     *       "disabled": false,
+                     *       "disabled_reason": null,
+                     *       "created_at": "2026-11-25T09:00:00.000Z",
+                     *       "updated_at": "2026-11-25T09:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["TooManyEndpoints"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *       "url": "https://hooks.example.com/agent-platform",
+                     *       "description": "",
+                     *       "event_types": null,
+                     *       "conversation_id": null,
+                     *       "disabled": true,
+                     *       "disabled_reason": "The receiver answered 410 Gone",
+                     *       "created_at": "2026-11-25T09:00:00.000Z",
+                     *       "updated_at": "2026-11-25T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "disabled": false,
+                 *       "event_types": [
+                 *         "conversation.finished",
+                 *         "conversation.status_changed"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookEndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *       "url": "https://hooks.example.com/agent-platform",
+                     *       "description": "",
+                     *       "event_types": [
+                     *         "conversation.finished",
+                     *         "conversation.status_changed"
+                     *       ],
+                     *       "conversation_id": null,
+                     *       "disabled": false,
+                     *       "disabled_reason": null,
+                     *       "created_at": "2026-11-25T09:00:00.000Z",
+                     *       "updated_at": "2026-11-25T10:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *       "url": "https://hooks.example.com/agent-platform",
+                     *       "description": "",
+                     *       "event_types": null,
+                     *       "conversation_id": null,
+                     *       "disabled": false,
+                     *       "disabled_reason": null,
+                     *       "created_at": "2026-11-25T09:00:00.000Z",
+                     *       "updated_at": "2026-11-25T11:00:00.000Z",
+                     *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sendWebhookEndpointTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test message was queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f",
+                     *       "type": "webhook.test",
+                     *       "state": "pending",
+                     *       "attempts": 0,
+                     *       "last_status_code": null,
+                     *       "last_error": null,
+                     *       "next_attempt_at": "2026-11-25T11:00:00.000Z",
+                     *       "created_at": "2026-11-25T11:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookMessage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookMessages: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of messages in the page. */
+                limit?: number;
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of messages. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f",
+                     *           "type": "conversation.finished",
+                     *           "state": "succeeded",
+                     *           "attempts": 3,
+                     *           "last_status_code": 200,
+                     *           "last_error": null,
+                     *           "next_attempt_at": null,
+                     *           "created_at": "2026-11-25T11:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookMessagePage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookMessageAttempts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+                /**
+                 * @description Message id (`msg_` + 32 hex digits).
+                 * @example msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f
+                 */
+                message_id: components["parameters"]["MessageIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "attempt": 1,
+                     *           "started_at": "2026-11-25T11:00:00.010Z",
+                     *           "duration_ms": 12,
+                     *           "status_code": 503,
+                     *           "error": "The receiver answered 503",
+                     *           "response_excerpt": "busy"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookAttemptList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    retryWebhookMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+                /**
+                 * @description Message id (`msg_` + 32 hex digits).
+                 * @example msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f
+                 */
+                message_id: components["parameters"]["MessageIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt was queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f",
+                     *       "type": "conversation.finished",
+                     *       "state": "pending",
+                     *       "attempts": 8,
+                     *       "last_status_code": 500,
+                     *       "last_error": "The receiver answered 500",
+                     *       "next_attempt_at": "2026-11-25T12:00:00.000Z",
+                     *       "created_at": "2026-11-25T11:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookMessage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createCheckoutSession: {

@@ -37,6 +37,10 @@ import { ConversationInfoService } from './conversations/conversation-info-servi
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
 import { createWorkspaceService } from './workspaces/setup.ts';
 import { createBillingService } from './billing/billing-service.ts';
+import { outboundWebhookHandlers } from './api/handlers/outbound-webhooks.ts';
+import { WebhookEndpointService } from './outbound/webhook-endpoint-service.ts';
+import { DeliveryWorker, registerDeliveryWorker } from './outbound/delivery-worker.ts';
+import { secretBoxFor } from './workspaces/setup.ts';
 
 export interface AppDeps {
   readonly config: Config;
@@ -102,6 +106,18 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     credentialCheckMs: config.liveStreamCredentialCheckMs,
   }, logger, (ids) => authenticator.stillValid(ids));
   const streamTickets = new StreamTickets(orm.em, config.liveStreamTicketTtlMs);
+  const secretBox = secretBoxFor(config, logger);
+  const webhookEndpoints = new WebhookEndpointService(orm.em, secretBox, config.outboundWebhooks);
+  // Built here, started by main.ts (or a test): the worker is the app's only background consumer.
+  const deliveryWorker = new DeliveryWorker(orm.em, orm.config.get('clientUrl')!, secretBox, config.outboundWebhooks, logger, {
+    attempt: (type, outcome, seconds) => metrics.recordOutboundAttempt(type, outcome, seconds),
+  });
+  metrics.trackOutboundQueueDepth(async () => {
+    const rows = await orm.em.getConnection().execute<{ pending: number }[]>(
+      `select count(*)::integer as pending from webhook_messages where state = 'pending'`,
+    );
+    return rows[0]!.pending;
+  });
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
@@ -117,6 +133,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...operationsHandlers(metrics),
     ...liveHandlers(conversations, liveStreams, streamTickets),
     ...consoleHandlers(),
+    ...outboundWebhookHandlers(webhookEndpoints),
   };
 
   api.register({
@@ -199,6 +216,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
   registerLiveStreams(app, liveStreams);
+  registerDeliveryWorker(app, deliveryWorker);
 
   // Tracing (request id, access log, metrics) wraps error rendering, which comes first so that it
   // also catches what the body reader throws.

@@ -87,7 +87,42 @@ export interface Config {
   readonly httpRequestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this time. */
   readonly httpKeepAliveTimeoutMs: number;
+
+  // Outbound webhooks (src/outbound/, docs/outbound-webhooks.md)
+  readonly outboundWebhooks: OutboundWebhookConfig;
 }
+
+/** Outbound webhooks: delivery rules, safety switches and the queue's connection. */
+export interface OutboundWebhookConfig {
+  /** `OUTBOUND_WEBHOOK_ALLOW_HTTP`: accept `http://` targets (tests, local demos). */
+  readonly allowHttp: boolean;
+  /** `OUTBOUND_WEBHOOK_ALLOW_PRIVATE`: deliver to loopback/private/link-local addresses (tests, local demos). */
+  readonly allowPrivate: boolean;
+  /** `OUTBOUND_WEBHOOK_TIMEOUT_MS`: one attempt, connection to last byte. */
+  readonly timeoutMs: number;
+  /** `OUTBOUND_WEBHOOK_MAX_ENDPOINTS`: endpoints per user. */
+  readonly maxEndpoints: number;
+  /** `OUTBOUND_WEBHOOK_RETRY_SCHEDULE`: delay before each attempt in ms; its length is the number of attempts. */
+  readonly retryScheduleMs: readonly number[];
+  /** `OUTBOUND_WEBHOOK_DISABLE_AFTER_HOURS`: an endpoint failing every attempt this long is disabled. */
+  readonly disableAfterMs: number;
+  /** `OUTBOUND_WEBHOOK_ROTATION_OVERLAP_HOURS`: how long the previous secret still signs after a rotation. */
+  readonly rotationOverlapMs: number;
+  /** `OUTBOUND_WEBHOOK_CONCURRENCY`: deliveries in flight per instance. */
+  readonly concurrency: number;
+  /** `OUTBOUND_WEBHOOK_POLL_MS`: how often an idle worker looks for due deliveries. */
+  readonly pollMs: number;
+  /** `OUTBOUND_WEBHOOK_WORKER=false`: this instance enqueues but does not deliver. */
+  readonly worker: boolean;
+  /**
+   * `DATABASE_LISTEN_URL`: a session-level connection straight to PostgreSQL (not through a
+   * transaction-pooling PgBouncer) for the queue's worker; unset → the main database URL.
+   */
+  readonly queueDatabaseUrl: string | undefined;
+}
+
+/** Svix's schedule: at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+const DEFAULT_RETRY_SCHEDULE_MS = [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 
 /** Stripe Checkout: the secret API key, the webhook signing secret and (for tests) the API's address. */
 export interface StripeConfig {
@@ -198,6 +233,42 @@ export function loadConfig(env: Env = process.env): Config {
     httpHeadersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
     httpRequestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 120_000, 100, 3_600_000),
     httpKeepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
+
+    outboundWebhooks: loadOutboundWebhookConfig(env),
+  });
+}
+
+function flag(env: Env, name: string): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return false;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
+}
+
+function loadOutboundWebhookConfig(env: Env): OutboundWebhookConfig {
+  const rawSchedule = env.OUTBOUND_WEBHOOK_RETRY_SCHEDULE?.trim();
+  let retryScheduleMs = DEFAULT_RETRY_SCHEDULE_MS;
+  if (rawSchedule) {
+    retryScheduleMs = rawSchedule.split(',').map((part) => Number(part.trim()));
+    if (retryScheduleMs.length < 1 || retryScheduleMs.length > 50 || retryScheduleMs.some((ms) => !Number.isInteger(ms) || ms < 0 || ms > 7 * 86_400_000)) {
+      throw new ConfigError('OUTBOUND_WEBHOOK_RETRY_SCHEDULE must be 1 to 50 comma-separated delays in milliseconds (0 to 7 days), e.g. "0,5000,300000"');
+    }
+  }
+  const queueUrl = env.DATABASE_LISTEN_URL?.trim() || undefined;
+  if (queueUrl && !/^postgres(ql)?:\/\//.test(queueUrl)) throw new ConfigError('DATABASE_LISTEN_URL must be a postgres:// or postgresql:// URL');
+  return Object.freeze({
+    allowHttp: flag(env, 'OUTBOUND_WEBHOOK_ALLOW_HTTP'),
+    allowPrivate: flag(env, 'OUTBOUND_WEBHOOK_ALLOW_PRIVATE'),
+    timeoutMs: integer(env, 'OUTBOUND_WEBHOOK_TIMEOUT_MS', 10_000, 100, 300_000),
+    maxEndpoints: integer(env, 'OUTBOUND_WEBHOOK_MAX_ENDPOINTS', 20, 1, 1_000),
+    retryScheduleMs: Object.freeze(retryScheduleMs),
+    disableAfterMs: integer(env, 'OUTBOUND_WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 10_000) * 3_600_000,
+    rotationOverlapMs: integer(env, 'OUTBOUND_WEBHOOK_ROTATION_OVERLAP_HOURS', 24, 0, 720) * 3_600_000,
+    concurrency: integer(env, 'OUTBOUND_WEBHOOK_CONCURRENCY', 8, 1, 1_000),
+    pollMs: integer(env, 'OUTBOUND_WEBHOOK_POLL_MS', 1_000, 500, 60_000),
+    worker: env.OUTBOUND_WEBHOOK_WORKER === undefined ? true : flag(env, 'OUTBOUND_WEBHOOK_WORKER'),
+    queueDatabaseUrl: queueUrl,
   });
 }
 

@@ -6,6 +6,7 @@ import { createApp } from './app.ts';
 import { liveStreamsOf } from './live/live-streams.ts';
 import { listen } from './http-server.ts';
 import { buildConsole, consoleIsBuilt } from './console/bundle.ts';
+import { deliveryWorkerOf } from './outbound/delivery-worker.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { firstSuperAdminCommand, listeningUrl } from './startup-log.ts';
 
@@ -43,6 +44,7 @@ async function main(): Promise<void> {
     app = await createApp({ config, logger, orm: database.orm, database });
     // A fresh clone has no built console: build it now so that the first page is not slow.
     if (!consoleIsBuilt()) logger.info({ ms: Math.round(await buildConsole()) }, 'console built');
+    if (config.outboundWebhooks.worker) await deliveryWorkerOf(app)!.start();
     server = await listen(app, config);
   } catch (error) {
     await database.close();
@@ -78,6 +80,8 @@ async function main(): Promise<void> {
       server.closeIdleConnections();
     });
     clearTimeout(forced);
+    // Attempts in flight finish (or are given up on and made again elsewhere) before the pool closes.
+    await deliveryWorkerOf(app)?.stop(config.shutdownGraceMs);
     await database.close();
     logger.info({ ms: Date.now() - started }, 'stopped');
     process.exit(0);

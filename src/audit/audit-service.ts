@@ -21,23 +21,25 @@ export interface AuditRecord {
   summary?: Record<string, unknown>;
 }
 
+/** The statement that appends one audit row, with the current request's id: for callers whose transaction is a knex one. */
+export function auditInsert(record: AuditRecord): { sql: string; bindings: unknown[] } {
+  return {
+    sql: 'insert into audit_log (actor, action, target_type, target_id, request_id, summary) values (?, ?, ?, ?, ?, ?::jsonb)',
+    bindings: [
+      record.actor,
+      record.action,
+      record.targetType,
+      String(record.targetId),
+      requestContext.getStore()?.requestId ?? null,
+      JSON.stringify(record.summary ?? {}),
+    ],
+  };
+}
+
 /** Appends one audit row in the caller's transaction (`em` from `em.transactional`), with the current request's id. */
 export async function recordAudit(em: EntityManager, record: AuditRecord): Promise<void> {
-  await em
-    .getConnection()
-    .execute(
-      'insert into audit_log (actor, action, target_type, target_id, request_id, summary) values (?, ?, ?, ?, ?, ?::jsonb)',
-      [
-        record.actor,
-        record.action,
-        record.targetType,
-        String(record.targetId),
-        requestContext.getStore()?.requestId ?? null,
-        JSON.stringify(record.summary ?? {}),
-      ],
-      'run',
-      em.getTransactionContext(),
-    );
+  const { sql, bindings } = auditInsert(record);
+  await em.getConnection().execute(sql, bindings, 'run', em.getTransactionContext());
 }
 
 /** The actor of the admin CLI: `cli:` and the operating-system user running it. */

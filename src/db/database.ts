@@ -18,8 +18,10 @@ import { Migration20261123040000_conversation_info } from './migrations/Migratio
 import { Migration20261123050000_live_streams } from './migrations/Migration20261123050000_live_streams.ts';
 import { Migration20261123060000_group_commit } from './migrations/Migration20261123060000_group_commit.ts';
 import { Migration20261123070000_set_based_ingest } from './migrations/Migration20261123070000_set_based_ingest.ts';
+import { Migration20261125020000_outbound_webhooks } from './migrations/Migration20261125020000_outbound_webhooks.ts';
 import { Migration20261125030000_administration } from './migrations/Migration20261125030000_administration.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
+import { installQueueSchema } from '../outbound/queue-schema.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
 export const MIGRATIONS = [
@@ -33,6 +35,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261123050000_live_streams', class: Migration20261123050000_live_streams },
   { name: 'Migration20261123060000_group_commit', class: Migration20261123060000_group_commit },
   { name: 'Migration20261123070000_set_based_ingest', class: Migration20261123070000_set_based_ingest },
+  { name: 'Migration20261125020000_outbound_webhooks', class: Migration20261125020000_outbound_webhooks },
   { name: 'Migration20261125030000_administration', class: Migration20261125030000_administration },
 ];
 
@@ -104,13 +107,23 @@ export function ormOptions(
   };
 }
 
-/** Applies every pending migration; safe to call from several processes at once. */
+/**
+ * Applies every pending migration, then installs the job queue's schema (pg-boss, for outbound
+ * webhooks) if missing; safe to call from several processes at once.
+ */
 export async function migrate(orm: MikroORM): Promise<void> {
   const knex = orm.em.getConnection().getKnex();
   await knex.transaction(async (trx) => {
     await trx.raw('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK_ID]);
     await orm.getMigrator().up();
   });
+  const client = knex.client;
+  const connection = await client.acquireConnection();
+  try {
+    await installQueueSchema(connection);
+  } finally {
+    await client.releaseConnection(connection);
+  }
 }
 
 /**

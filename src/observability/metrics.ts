@@ -67,6 +67,43 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly outboundAttempts = new Counter({
+    name: 'outbound_webhook_attempts_total',
+    help: 'Outbound webhook delivery attempts, by message type and outcome (succeeded, retrying, failed, gone, refused).',
+    labelNames: ['type', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly outboundAttemptDuration = new Histogram({
+    name: 'outbound_webhook_attempt_duration_seconds',
+    help: 'Time of an outbound webhook attempt, from connecting to the last byte read.',
+    labelNames: ['type'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  private outboundPending: (() => Promise<number>) | undefined;
+
+  readonly outboundQueueDepth = new Gauge({
+    name: 'outbound_webhook_messages_pending',
+    help: 'Outbound webhook messages not yet delivered nor failed (the queue depth), read at each scrape.',
+    registers: [this.registry],
+    collect: async () => {
+      if (this.outboundPending) this.outboundQueueDepth.set(await this.outboundPending().catch(() => Number.NaN));
+    },
+  });
+
+  /** Where the queue depth is read from at each scrape. */
+  trackOutboundQueueDepth(pending: () => Promise<number>): void {
+    this.outboundPending = pending;
+  }
+
+  /** One outbound webhook attempt. */
+  recordOutboundAttempt(type: string, outcome: string, seconds: number): void {
+    this.outboundAttempts.inc({ type, outcome });
+    this.outboundAttemptDuration.observe({ type }, seconds);
+  }
+
   constructor(pool?: () => PoolStats | undefined) {
     collectDefaultMetrics({ register: this.registry });
     if (pool) this.registerPoolGauges(pool);

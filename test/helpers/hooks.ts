@@ -32,6 +32,8 @@ export function testDatabase(): Database {
 export async function recreateSchema(db: Database): Promise<void> {
   const connection = db.orm.em.getConnection();
   await connection.execute('drop schema public cascade');
+  // The job queue's schema (pg-boss, installed by migrate) goes too: its jobs name our messages.
+  await connection.execute('drop schema if exists pgboss cascade');
   await connection.execute('create schema public');
   await migrate(db.orm);
 }
@@ -39,6 +41,9 @@ export async function recreateSchema(db: Database): Promise<void> {
 /** Every table the migrations create (bar MikroORM's own): emptied before each test. */
 export const TABLES = [
   'audit_log',
+  'webhook_attempts',
+  'webhook_messages',
+  'webhook_endpoints',
   'stream_tickets',
   'conversation_infos',
   'credit_ledger',
@@ -61,6 +66,8 @@ export const mochaHooks = {
   },
   async beforeEach() {
     await testDatabase().orm.em.getConnection().execute(`truncate ${TABLES.join(', ')} restart identity cascade`);
+    // Delivery jobs of earlier tests would name messages that no longer exist.
+    await testDatabase().orm.em.getConnection().execute(`delete from pgboss.job`);
   },
   async afterAll() {
     await database?.close();

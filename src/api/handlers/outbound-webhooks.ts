@@ -1,0 +1,53 @@
+import type { operations } from '../../../generated/openapi.ts';
+import type { EndpointChanges, NewEndpoint, WebhookEndpointService } from '../../outbound/webhook-endpoint-service.ts';
+import { principalOf, respond, type OperationHandlers } from '../context.ts';
+
+type EndpointPath = operations['getWebhookEndpoint']['parameters']['path'];
+type MessagePath = operations['retryWebhookMessage']['parameters']['path'];
+type MessagesQuery = NonNullable<operations['listWebhookMessages']['parameters']['query']>;
+
+/** Handlers of the `outbound-webhooks` tag: the caller's own endpoints only (another's → 404). */
+export function outboundWebhookHandlers(service: WebhookEndpointService): OperationHandlers {
+  return {
+    async createWebhookEndpoint(operation, ctx) {
+      respond(ctx, 201, await service.create(principalOf(operation), operation.request.requestBody as NewEndpoint));
+    },
+    async listWebhookEndpoints(operation, ctx) {
+      respond(ctx, 200, { items: await service.list(principalOf(operation)) });
+    },
+    async getWebhookEndpoint(operation, ctx) {
+      const { endpoint_id } = operation.request.params as EndpointPath;
+      respond(ctx, 200, await service.get(principalOf(operation), endpoint_id));
+    },
+    async updateWebhookEndpoint(operation, ctx) {
+      const { endpoint_id } = operation.request.params as EndpointPath;
+      respond(ctx, 200, await service.update(principalOf(operation), endpoint_id, operation.request.requestBody as EndpointChanges));
+    },
+    async deleteWebhookEndpoint(operation, ctx) {
+      const { endpoint_id } = operation.request.params as EndpointPath;
+      await service.delete(principalOf(operation), endpoint_id);
+      ctx.status = 204;
+    },
+    async rotateWebhookEndpointSecret(operation, ctx) {
+      const { endpoint_id } = operation.request.params as EndpointPath;
+      respond(ctx, 200, await service.rotateSecret(principalOf(operation), endpoint_id));
+    },
+    async sendWebhookEndpointTest(operation, ctx) {
+      const { endpoint_id } = operation.request.params as EndpointPath;
+      respond(ctx, 202, await service.sendTest(principalOf(operation), endpoint_id));
+    },
+    async listWebhookMessages(operation, ctx) {
+      const { endpoint_id } = operation.request.params as EndpointPath;
+      const query = operation.request.query as MessagesQuery;
+      respond(ctx, 200, await service.listMessages(principalOf(operation), endpoint_id, { limit: Number(query.limit ?? 50), cursor: query.cursor }));
+    },
+    async listWebhookMessageAttempts(operation, ctx) {
+      const { endpoint_id, message_id } = operation.request.params as MessagePath;
+      respond(ctx, 200, { items: await service.listAttempts(principalOf(operation), endpoint_id, message_id) });
+    },
+    async retryWebhookMessage(operation, ctx) {
+      const { endpoint_id, message_id } = operation.request.params as MessagePath;
+      respond(ctx, 202, await service.retry(principalOf(operation), endpoint_id, message_id));
+    },
+  };
+}

@@ -1,0 +1,231 @@
+import { PgBoss, type Job } from 'pg-boss';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { OutboundWebhookConfig } from '../config.ts';
+import type { SecretBox } from '../crypto/secret-box.ts';
+import type { Logger } from '../logger.ts';
+import { queueAttempt } from './jobs.ts';
+import type { EndpointRow, MessageRow } from './mapper.ts';
+import { post, type SendResult } from './http-sender.ts';
+import { DELIVERY_QUEUE, QUEUE_SCHEMA } from './queue-schema.ts';
+import { signature } from './signing.ts';
+import { RefusedTargetError, resolveTarget } from './target-guard.ts';
+import { ENDPOINT_SECRET_PURPOSE } from './webhook-endpoint-service.ts';
+
+/** A `conversation.events` body larger than this carries the events' ids only. */
+export const MAX_EVENTS_BODY_BYTES = 256 * 1024;
+
+/**
+ * What one delivery job names: a message (or, for first attempts, every endpoint's message of one
+ * cause, attempted in parallel) and the number of the attempt it is.
+ */
+interface DeliveryJob {
+  message_id?: string;
+  message_ids?: string[];
+  attempt: number;
+}
+
+/** How an attempt ended, for the metrics. */
+export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'gone' | 'refused';
+
+export interface DeliveryObserver {
+  attempt(type: string, outcome: AttemptOutcome, seconds: number): void;
+}
+
+type Row = MessageRow & Pick<EndpointRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_until' | 'disabled'>;
+
+/**
+ * Delivers queued messages: pg-boss hands each attempt's job to one worker of one instance (its
+ * `SKIP LOCKED` fetch); an attempt's outcome, the next attempt's job and the job's completion are
+ * one transaction. A process killed during an attempt leaves the job `active`; pg-boss expires it
+ * after `expire_seconds` and hands it out again, so the attempt is made again, never lost.
+ */
+export class DeliveryWorker {
+  private boss: PgBoss | undefined;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly databaseUrl: string,
+    private readonly box: SecretBox,
+    private readonly config: OutboundWebhookConfig,
+    private readonly log: Logger,
+    private readonly observer?: DeliveryObserver,
+  ) {}
+
+  /** Seconds after which an attempt's job that was not completed (its process died) is handed out again. */
+  get expireSeconds(): number {
+    return Math.ceil(this.config.timeoutMs / 1000) + 2;
+  }
+
+  /** Starts pg-boss on its own small pool (`DATABASE_LISTEN_URL` when set) and the workers. */
+  async start(): Promise<void> {
+    const expire = this.expireSeconds;
+    const boss = new PgBoss({
+      connectionString: this.config.queueDatabaseUrl ?? this.databaseUrl,
+      schema: QUEUE_SCHEMA,
+      max: Math.min(this.config.concurrency + 2, 20),
+      application_name: 'agent-platform-webhooks',
+      schedule: false,
+      superviseIntervalSeconds: Math.min(60, expire),
+      monitorIntervalSeconds: Math.min(60, expire),
+    });
+    boss.on('error', (error) => this.log.error({ err: error }, 'webhook queue error'));
+    this.boss = boss;
+    await boss.start();
+    await boss.updateQueue(DELIVERY_QUEUE, { expireInSeconds: expire, retryLimit: 5, retryDelay: 1 });
+    await boss.work<DeliveryJob>(
+      DELIVERY_QUEUE,
+      { localConcurrency: this.config.concurrency, batchSize: 1, pollingIntervalSeconds: this.config.pollMs / 1000 },
+      async (jobs: Job<DeliveryJob>[]) => {
+        for (const job of jobs) {
+          const ids = job.data.message_ids ?? [job.data.message_id!];
+          await Promise.all(ids.map((id) => this.deliver({ message_id: id, attempt: job.data.attempt })));
+        }
+      },
+    );
+    this.log.info({ concurrency: this.config.concurrency }, 'webhook delivery worker started');
+  }
+
+  /** Stops fetching, waits for attempts in flight (up to `graceMs`), closes the pool. */
+  async stop(graceMs = 10_000): Promise<void> {
+    await this.boss?.stop({ graceful: true, timeout: graceMs });
+    this.boss = undefined;
+  }
+
+  /** Makes attempt `job.attempt` of the message unless it was made already (by another instance, or before a crash). */
+  async deliver(job: { message_id: string; attempt: number }): Promise<void> {
+    const knex = this.em.getConnection().getKnex();
+    const [row] = (
+      await knex.raw(
+        `select m.*, e.url, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
+         from webhook_messages m join webhook_endpoints e on e.id = m.endpoint_id where m.id = ?`,
+        [job.message_id],
+      )
+    ).rows as Row[];
+    if (!row) return; // the endpoint was deleted with its messages
+    if (row.attempts >= job.attempt || (row.state !== 'pending' && row.attempts + 1 !== job.attempt)) return;
+    const startedAt = new Date();
+    let result: SendResult;
+    let refused = false;
+    if (row.disabled && row.type !== 'webhook.test') {
+      result = { statusCode: null, error: 'The endpoint is disabled', responseExcerpt: null, durationMs: 0 };
+      refused = true;
+    } else {
+      result = await this.send(row);
+      refused = result.statusCode === null && result.error?.startsWith('Refused:') === true;
+    }
+    await this.record(row, job.attempt, startedAt, result, refused);
+  }
+
+  private async send(row: Row): Promise<SendResult> {
+    const url = new URL(row.url);
+    let target: { address: string; family: 4 | 6 };
+    try {
+      if (url.protocol === 'http:' && !this.config.allowHttp) throw new RefusedTargetError('http:// targets are not allowed');
+      target = await resolveTarget(url, this.config.allowPrivate);
+    } catch (error) {
+      const reason = error instanceof RefusedTargetError ? error.message : `cannot resolve ${url.hostname}`;
+      return { statusCode: null, error: `Refused: ${reason}`, responseExcerpt: null, durationMs: 0 };
+    }
+    const body = await this.bodyOf(row);
+    const timestamp = Math.floor(Date.now() / 1000);
+    const secrets = [row.secret];
+    if (row.previous_secret && row.previous_secret_until && new Date(row.previous_secret_until) > new Date()) secrets.push(row.previous_secret);
+    let signatures: string[];
+    try {
+      signatures = secrets.map((secret) => signature(this.box.decrypt(secret, ENDPOINT_SECRET_PURPOSE), row.id, timestamp, body));
+    } catch (error) {
+      // A keyring without the key the secret was encrypted with: nothing unsigned ever leaves.
+      this.log.error({ err: error, endpointId: row.endpoint_id }, 'webhook endpoint secret cannot be decrypted');
+      return { statusCode: null, error: 'The endpoint secret cannot be decrypted with the configured keys', responseExcerpt: null, durationMs: 0 };
+    }
+    const headers = { 'webhook-id': row.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatures.join(' ') };
+    return post(url, target, headers, body, this.config.timeoutMs);
+  }
+
+  /** `{"type", "timestamp", "data"}`, the same bytes on every attempt (stored events do not change). */
+  private async bodyOf(row: Row): Promise<string> {
+    const head = `{"type":${JSON.stringify(row.type)},"timestamp":${JSON.stringify(new Date(row.created_at).toISOString())},"data":`;
+    if (row.type !== 'conversation.events') return `${head}${JSON.stringify(row.data)}}`;
+    const { conversation_id, from_seq, to_seq } = row.data as { conversation_id: string; from_seq: number; to_seq: number };
+    const knex = this.em.getConnection().getKnex();
+    const events = (
+      await knex.raw(
+        `select event_id, payload::text as payload from conversation_events
+         where conversation_id = ? and seq between ? and ? order by seq`,
+        [conversation_id, from_seq, to_seq],
+      )
+    ).rows as { event_id: string; payload: string }[];
+    const range = `"conversation_id":${JSON.stringify(conversation_id)},"from_seq":${from_seq},"to_seq":${to_seq}`;
+    const size = events.reduce((total, e) => total + Buffer.byteLength(e.payload) + 1, 0);
+    if (size > MAX_EVENTS_BODY_BYTES) {
+      return `${head}{${range},"event_ids":${JSON.stringify(events.map((e) => e.event_id))}}}`;
+    }
+    // Each event goes as the JSON text that was stored, byte for byte (see src/lossless-json.ts).
+    return `${head}{${range},"events":[${events.map((e) => e.payload).join(',')}]}}`;
+  }
+
+  private async record(row: Row, attempt: number, startedAt: Date, result: SendResult, refused: boolean): Promise<void> {
+    const knex = this.em.getConnection().getKnex();
+    const schedule = this.config.retryScheduleMs;
+    const succeeded = result.error === null;
+    const gone = result.statusCode === 410;
+    const more = !succeeded && !gone && attempt < schedule.length;
+    const nextAt = more ? new Date(Date.now() + jitter(schedule[attempt]!)) : null;
+    const outcome: AttemptOutcome = succeeded ? 'succeeded' : gone ? 'gone' : refused && !more ? 'refused' : more ? 'retrying' : 'failed';
+    await knex.transaction(async (trx) => {
+      const inserted = await trx.raw(
+        `insert into webhook_attempts (message_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
+         values (?, ?, ?, ?, ?, ?, ?) on conflict do nothing returning attempt`,
+        [row.id, attempt, startedAt.toISOString(), result.durationMs, result.statusCode, result.error, result.responseExcerpt],
+      );
+      if (inserted.rows.length === 0) return; // another worker recorded this attempt first
+      await trx.raw(
+        `update webhook_messages set state = ?, attempts = greatest(attempts, ?), last_status_code = ?, last_error = ?, next_attempt_at = ?
+         where id = ?`,
+        [succeeded ? 'succeeded' : more ? 'pending' : 'failed', attempt, result.statusCode, result.error, nextAt?.toISOString() ?? null, row.id],
+      );
+      if (more) await queueAttempt(trx, row.id, attempt + 1, nextAt!);
+      if (succeeded) {
+        await trx.raw('update webhook_endpoints set failing_since = null where id = ? and failing_since is not null', [row.endpoint_id]);
+      } else if (gone) {
+        await trx.raw(
+          `update webhook_endpoints set disabled = true, disabled_reason = 'The receiver answered 410 Gone', updated_at = now() where id = ?`,
+          [row.endpoint_id],
+        );
+      } else if (!row.disabled) {
+        // Failing since the first failure after the last success; disabled once that is long enough.
+        await trx.raw(
+          `update webhook_endpoints set failing_since = coalesce(failing_since, ?::timestamptz),
+             disabled = coalesce(failing_since, ?::timestamptz) <= now() - (? * interval '1 millisecond'),
+             disabled_reason = case when coalesce(failing_since, ?::timestamptz) <= now() - (? * interval '1 millisecond')
+               then 'Every attempt failed for too long' else disabled_reason end,
+             updated_at = now()
+           where id = ?`,
+          [startedAt.toISOString(), startedAt.toISOString(), this.config.disableAfterMs, startedAt.toISOString(), this.config.disableAfterMs, row.endpoint_id],
+        );
+      }
+    });
+    this.observer?.attempt(row.type, outcome, result.durationMs / 1000);
+    this.log.info(
+      { messageId: row.id, endpointId: row.endpoint_id, type: row.type, attempt, statusCode: result.statusCode, outcome, ms: result.durationMs },
+      'webhook attempt',
+    );
+  }
+}
+
+/** ±20 % around `ms`, so that receivers recovering from an outage are not hit by every retry at once. */
+function jitter(ms: number): number {
+  return Math.round(ms * (0.8 + Math.random() * 0.4));
+}
+
+const workers = new WeakMap<object, DeliveryWorker>();
+
+/** Remembers the delivery worker of an app built by `createApp` (started by `main.ts`, or a test). */
+export function registerDeliveryWorker(app: object, worker: DeliveryWorker): void {
+  workers.set(app, worker);
+}
+
+/** The delivery worker of an app built by `createApp`. */
+export function deliveryWorkerOf(app: object): DeliveryWorker | undefined {
+  return workers.get(app);
+}

@@ -1,0 +1,88 @@
+import type { components } from '../../generated/openapi.ts';
+
+export type WebhookEndpointView = components['schemas']['WebhookEndpoint'];
+export type WebhookEndpointWithSecret = components['schemas']['WebhookEndpointWithSecret'];
+export type WebhookMessageView = components['schemas']['WebhookMessage'];
+export type WebhookAttemptView = components['schemas']['WebhookAttempt'];
+export type WebhookEventType = components['schemas']['WebhookEventType'];
+
+/** A `webhook_endpoints` row as the driver returns it. */
+export interface EndpointRow {
+  id: string;
+  owner_id: string;
+  url: string;
+  description: string;
+  event_types: WebhookEventType[] | null;
+  conversation_id: string | null;
+  disabled: boolean;
+  disabled_reason: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
+  failing_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A `webhook_messages` row as the driver returns it. */
+export interface MessageRow {
+  id: string;
+  endpoint_id: string;
+  type: WebhookEventType;
+  data: Record<string, unknown>;
+  state: 'pending' | 'succeeded' | 'failed';
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+}
+
+export interface AttemptRow {
+  attempt: number;
+  started_at: Date;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+const iso = (value: Date | string): string => new Date(value).toISOString();
+
+export function toEndpointView(row: EndpointRow): WebhookEndpointView {
+  return {
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    event_types: row.event_types,
+    conversation_id: row.conversation_id,
+    disabled: row.disabled,
+    disabled_reason: row.disabled_reason,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+export function toMessageView(row: MessageRow): WebhookMessageView {
+  return {
+    id: row.id,
+    type: row.type,
+    state: row.state,
+    attempts: row.attempts,
+    last_status_code: row.last_status_code,
+    last_error: row.last_error,
+    next_attempt_at: row.next_attempt_at ? iso(row.next_attempt_at) : null,
+    created_at: iso(row.created_at),
+  };
+}
+
+export function toAttemptView(row: AttemptRow): WebhookAttemptView {
+  return {
+    attempt: row.attempt,
+    started_at: iso(row.started_at),
+    duration_ms: row.duration_ms,
+    status_code: row.status_code,
+    error: row.error,
+    response_excerpt: row.response_excerpt,
+  };
+}
