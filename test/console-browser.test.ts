@@ -421,4 +421,23 @@ describe('console in a browser (headless Chromium)', function () {
     expect(refused.status).to.equal(401);
     expect(pageErrors).to.deep.equal([]);
   });
+
+  it('adds an outbound webhook endpoint (its signing secret shown once), sends a test, deletes it', async () => {
+    await signIn(user.accessToken, '#/account');
+    await page.fill('#endpoint-url', 'https://hooks.example.com/agents');
+    await page.fill('#endpoint-description', 'team chat');
+    await page.click('#create-endpoint button[type=submit]');
+    const secret = (await page.locator('#endpoint-secret').textContent())!;
+    rememberSecret(secret);
+    const row = page.locator('#endpoints tbody tr', { hasText: 'https://hooks.example.com/agents' });
+    expect(await row.textContent()).to.include('team chat');
+    await row.locator('button', { hasText: 'Send test' }).click();
+    await page.locator('.notice', { hasText: 'Test message queued' }).waitFor();
+    await expectAccessible();
+    await photograph('account-endpoints');
+    await page.locator('#endpoints tbody tr', { hasText: 'https://hooks.example.com/agents' }).locator('button', { hasText: 'Delete' }).click();
+    await page.locator('.notice', { hasText: 'Endpoint deleted' }).waitFor();
+    expect(await page.locator('#endpoints').count()).to.equal(0);
+    expect(pageErrors).to.deep.equal([]);
+  });
 });

@@ -2,18 +2,21 @@ import { api, describeError, type Schemas } from '../api.ts';
 import { badge, h, notice, replace, time } from '../dom.ts';
 import type { Page } from '../main.ts';
 import { showKeys } from './keys.ts';
+import { showWebhookEndpoints } from './webhook-endpoints.ts';
 
-/** Account: who I am, credits (balance, history, buy), my keys, the workspace link. */
+/** Account: who I am, credits (balance, history, buy), my keys, webhook endpoints, the workspace link. */
 export const accountPage: Page = (main) => {
   const credits = h('section', { class: 'card stack', 'aria-labelledby': 'credits-title' });
   const keys = h('section', { class: 'card stack', 'aria-labelledby': 'keys-title' });
   const workspace = h('section', { class: 'card stack', 'aria-labelledby': 'workspace-title' });
+  const endpoints = h('section', { class: 'card stack', 'aria-labelledby': 'endpoints-title' });
   const who = h('p', { class: 'hint', id: 'me' });
-  replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Account'), who), h('div', { class: 'grid' }, credits, workspace), keys);
+  replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Account'), who), h('div', { class: 'grid' }, credits, workspace), h('div', { class: 'stack' }, keys, endpoints));
   void api.GET('/api/me').then(({ data }) => data && replace(who, `Signed in as ${data.email}`, data.is_super_admin ? ' · super admin' : ''));
   void showCredits(credits);
   void showKeys(keys);
   void showWorkspace(workspace);
+  void showWebhookEndpoints(endpoints);
 };
 
 async function showCredits(section: HTMLElement): Promise<void> {
