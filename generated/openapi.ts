@@ -89,13 +89,15 @@ export interface paths {
          *     - **Conversation.** A conversation not seen before is created, owned by the session key's
          *       user (201); an existing one of the caller's is updated (200); another user's → 403 and
          *       nothing is stored.
-         *     - **What is used.** `title`, `execution_status` and `metrics` become what
-         *       `getConversation` shows (`title`, `execution_status`, `metrics`). A post whose
-         *       `updated_at` is older than that of the info already stored is acknowledged and ignored,
-         *       so a late retry cannot undo a newer state.
+         *     - **What is used.** `title`, `execution_status`, `metrics`, `parent_conversation_id`,
+         *       `forked_from_conversation_id` and `tags` become what `getConversation` shows and what
+         *       `listConversations` filters on (a rename by the owner can hold against `title`: see
+         *       `renameConversation`). A post whose `updated_at` is older than that of the info already
+         *       stored is acknowledged and ignored, so a late retry cannot undo a newer state.
          *     - **Closed where used, open elsewhere.** The fields this service reads (`id`, `title`,
-         *       `execution_status`, `created_at`, `updated_at`, `metrics`, `stats`) are checked (422);
-         *       everything else (agent configuration, workspace, tags, …) is accepted as the
+         *       `execution_status`, `created_at`, `updated_at`, `metrics`, `stats`,
+         *       `parent_conversation_id`, `forked_from_conversation_id`, `tags`) are checked (422);
+         *       everything else (agent configuration, workspace, …) is accepted as the
          *       agent-server sends it.
          *     - **Secrets.** The info is stored as sent, minus every secret-looking key at any depth
          *       (`api_key`, `secret…`, `…_secret`, `…token`, `password`, `credential(s)`,
@@ -120,13 +122,39 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List the caller's conversations
+         * List or search the caller's conversations
          * @description Lists the conversations owned by the caller (the user behind the access token or the
-         *     session API key), newest (most recently created) first. Pages are linked by an opaque cursor:
-         *     pass `next_cursor` of one page as `cursor` to get the next; `next_cursor` is null on the
-         *     last page.
+         *     session API key), newest (most recently created) first unless `sort` says otherwise,
+         *     optionally filtered. Filters combine with AND; a repeated `status` means any of them, a
+         *     repeated `tag` means all of them.
+         *
+         *     Pages are linked by an opaque cursor: send the same query again with `cursor` set to
+         *     `next_cursor`; it is null on the last page. A cursor only works for the query (filters and
+         *     `sort`) that produced it; with another → 422 on `cursor`. `limit` may change between pages.
+         *     Each page seeks straight to its position (its cost does not grow with its depth).
          */
         get: operations["listConversations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count the caller's conversations matching filters
+         * @description The number of conversations `listConversations` yields, across all its pages, for the same
+         *     filters (`q`, `status`, `created_…`, `updated_…`, `tag`, `parent_conversation_id`).
+         */
+        get: operations["countConversations"];
         put?: never;
         post?: never;
         delete?: never;
@@ -144,8 +172,11 @@ export interface paths {
         };
         /**
          * Get one conversation
-         * @description Returns a conversation owned by the caller with its execution status and event count, and the
-         *     title and latest metrics from the agent-server's conversation info (`receiveConversationInfo`).
+         * @description Returns a conversation owned by the caller with its execution status and event count, the
+         *     title (the owner's rename or the agent-server's, see `renameConversation`), the latest
+         *     metrics, tags and relations from the agent-server's conversation info
+         *     (`receiveConversationInfo`). Someone else's conversation → 403, an unknown one → 404: the
+         *     rule of every `/api/v1/conversations/{conversation_id}…` operation.
          */
         get: operations["getConversation"];
         put?: never;
@@ -153,7 +184,22 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rename a conversation
+         * @description The owner sets the conversation's title (1–500 characters, not only spaces). Answers the
+         *     conversation as `getConversation` shows it. Someone else's conversation → 403, an unknown
+         *     one → 404.
+         *
+         *     **Which title is shown.** After a rename, the rename — until the agent-server's own title
+         *     *changes*: a ConversationInfo (`receiveConversationInfo`) whose `title` is a string
+         *     different from the non-null title of the info stored before it (someone renamed the
+         *     conversation on the agent-server's side after ours). From then on the agent-server's title
+         *     is shown, until the next rename. So none of these undo a rename: a ConversationInfo
+         *     repeating the title the agent-server had (it re-sends it on every state change), one with
+         *     a null title, the agent-server's first title (it had none before, or we had stored no info
+         *     yet: it may well predate the rename), or a late retry (older `updated_at`: ignored whole).
+         */
+        patch: operations["renameConversation"];
         trace?: never;
     };
     "/api/v1/conversations/{conversation_id}/events": {
@@ -164,14 +210,109 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List a conversation's stored events
-         * @description Returns stored events of a conversation owned by the caller in sequence order, starting
-         *     after `after_seq`. To page, pass `next_after_seq` of one page as `after_seq`; it is null
-         *     when there are no more events. `StreamingDeltaEvent` is never stored and so never listed.
-         *     Events read back exactly as they were sent, except that every `encrypted_content` string
-         *     (of a `ReasoningItemModel`) reads back as `null`: it is stored but never rendered.
+         * List or search a conversation's stored events
+         * @description Returns stored events of a conversation owned by the caller, oldest first (`order=asc`, the
+         *     default) or newest first (`order=desc`), optionally filtered by kind, source, time and
+         *     sequence range. `StreamingDeltaEvent` is never stored and so never listed. Events read back
+         *     exactly as they were sent, except that every `encrypted_content` string (of a
+         *     `ReasoningItemModel`) reads back as `null`: it is stored but never rendered.
+         *
+         *     **Filters** combine with AND; a repeated `kind` or `source` means any of them.
+         *     `since`/`until` compare with the event's time: its own `timestamp` when that is ISO 8601
+         *     (without an offset it is UTC, as the agent-server writes it), else the time the server
+         *     received it; decided when the event is stored.
+         *
+         *     **Paging**, in either order, without a gap or a duplicate even while events keep arriving
+         *     (sequence numbers only grow):
+         *     - `next_cursor`: send the same query again with `cursor` set to it. A cursor only works for
+         *       the query (filters, `after_seq`/`before_seq`, `order`) that produced it; with another → 422
+         *       on `cursor`. `limit` may change between pages.
+         *     - or, as before, by sequence number: in `asc` order pass `next_after_seq` as `after_seq`; in
+         *       `desc` order pass `next_before_seq` as `before_seq`.
+         *
+         *     The newest events first: `?order=desc&limit=100`; the next 100 older ones: the same with
+         *     `cursor=<next_cursor>` (or `before_seq=<next_before_seq>`).
+         *
+         *     Someone else's conversation → 403, an unknown one → 404, as on every `…/conversations/{id}…`
+         *     operation.
          */
         get: operations["listConversationEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{conversation_id}/events/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count a conversation's stored events matching filters
+         * @description The number of events `listConversationEvents` yields, across all its pages, for the same
+         *     filters (`kind`, `source`, `since`, `until`, `after_seq`, `before_seq`). Someone else's
+         *     conversation → 403, an unknown one → 404.
+         */
+        get: operations["countConversationEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{conversation_id}/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one stored event by its id
+         * @description The stored event whose `id` is `event_id` (the event's own id, as sent or assigned), as
+         *     `listConversationEvents` renders it. Someone else's conversation → 403; an unknown
+         *     conversation or an event id it does not hold → 404.
+         */
+        get: operations["getConversationEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{conversation_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a whole conversation (NDJSON)
+         * @description The whole conversation as one download, streamed: the server holds only a bounded page of
+         *     events at a time, whatever the conversation's size. `application/x-ndjson`, one JSON value
+         *     per line (`\n`):
+         *     - line 1, `ConversationExportHeader`: `{"conversation": <Conversation>, "info": <the stored
+         *       ConversationInfo, secret-looking keys stripped as stored, or null>}`;
+         *     - then every stored event in sequence order, one `StoredEvent` per line, as
+         *       `listConversationEvents` renders it: the stored text (`\u0000`, lone surrogates and large
+         *       numbers exactly as sent), `encrypted_content` as null.
+         *
+         *     The export is a consistent cut: the events up to the conversation's `event_count` of line 1;
+         *     events stored while it streams are not in it. `Content-Disposition: attachment;
+         *     filename="conversation-<id>.ndjson"`. Someone else's conversation → 403, an unknown one → 404
+         *     (before anything is streamed).
+         */
+        get: operations["exportConversation"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2284,8 +2425,44 @@ export interface components {
             /** @description The conversation's accumulated metrics, or null. */
             metrics?: components["schemas"]["MetricsSnapshot"] | null;
             stats?: components["schemas"]["ConversationStats"];
+            /**
+             * Format: uuid
+             * @description The conversation that owns this one (a sub-conversation); shown on the conversation and filterable.
+             */
+            parent_conversation_id?: string | null;
+            /**
+             * Format: uuid
+             * @description The conversation this one was forked from; shown on the conversation.
+             */
+            forked_from_conversation_id?: string | null;
+            /** @description Key-value tags; shown on the conversation and filterable (`tag=key:value`). */
+            tags?: {
+                [key: string]: string;
+            };
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * @description An ISO 8601 date (`2025-01-15`, midnight UTC) or date-time (`2025-01-15T10:30:00`,
+         *     `…Z`, `…+02:00`; without an offset UTC). A well-formed string naming no real instant
+         *     (`2025-02-30`) → 422 as well.
+         */
+        IsoDateTimeFilter: string;
+        /** @description How many items the matching list yields across all its pages. */
+        Count: {
+            /** @description The number of matching items. */
+            count: number;
+        };
+        /** @description A new title for a conversation, chosen by its owner. */
+        ConversationRename: {
+            /** @description The title, 1–500 characters, not only whitespace. */
+            title: string;
+        };
+        /** @description The first line of an export (`exportConversation`). */
+        ConversationExportHeader: {
+            conversation: components["schemas"]["Conversation"];
+            /** @description The stored ConversationInfo (secret-looking keys stripped), or null when the agent-server sent none. */
+            info: components["schemas"]["ConversationInfo"] | null;
         };
         /** @description A conversation created by its first webhook delivery, owned by the session key's user. */
         Conversation: {
@@ -2295,8 +2472,9 @@ export interface components {
              */
             id: string;
             /**
-             * @description Title from the agent-server's latest conversation info (`receiveConversationInfo`);
-             *     null until it sends one.
+             * @description The owner's rename (`renameConversation`), or else the title from the agent-server's
+             *     latest conversation info (`receiveConversationInfo`); null until either gives one.
+             *     Which wins when: see `renameConversation`.
              */
             title: string | null;
             /**
@@ -2328,10 +2506,29 @@ export interface components {
              *     (`receiveConversationInfo`); null until it sends some.
              */
             metrics: components["schemas"]["MetricsSnapshot"] | null;
+            /**
+             * Format: uuid
+             * @description The conversation this one is a sub-conversation of (from its ConversationInfo); null for a top-level one.
+             */
+            parent_conversation_id: string | null;
+            /**
+             * @description The caller's conversations that name this one as their `parent_conversation_id`, oldest
+             *     first (derived from the stored conversations, as the agent-server's own catalog does).
+             */
+            sub_conversation_ids: string[];
+            /**
+             * Format: uuid
+             * @description The conversation this one was forked from (from its ConversationInfo); null when not forked.
+             */
+            forked_from_conversation_id: string | null;
+            /** @description Key-value tags from the agent-server's latest ConversationInfo (`{}` when none). */
+            tags: {
+                [key: string]: string;
+            };
         };
         /** @description One page of conversations. */
         ConversationPage: {
-            /** @description Conversations, newest (most recently created) first. */
+            /** @description Conversations in the requested `sort` order (newest first by default). */
             items: components["schemas"]["Conversation"][];
             /** @description Opaque cursor of the next page; null on the last page. */
             next_cursor: string | null;
@@ -2349,10 +2546,20 @@ export interface components {
         };
         /** @description One page of stored events. */
         EventPage: {
-            /** @description Stored events in sequence order. */
+            /** @description Stored events in the requested order (`asc` by default). */
             items: components["schemas"]["StoredEvent"][];
-            /** @description Pass as `after_seq` to get the next page; null when there are no more events. */
+            /**
+             * @description In `asc` order, pass as `after_seq` (with the same filters) to get the next page; null when
+             *     there are no more events, and in `desc` order.
+             */
             next_after_seq: number | null;
+            /**
+             * @description In `desc` order, pass as `before_seq` (with the same filters) to get the next (older) page;
+             *     null when there are no more events, and in `asc` order.
+             */
+            next_before_seq: number | null;
+            /** @description Pass as `cursor` with the same query to get the next page (either order); null when there are no more events. */
+            next_cursor: string | null;
         };
         /** @description A single-use ticket for `GET …/events/stream?ticket=…`. */
         StreamTicket: {
@@ -3102,6 +3309,52 @@ export interface components {
          * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
          */
         ConversationIdPath: string;
+        /** @description Only events with a sequence number greater than this (0 = from the start). */
+        AfterSeq: number;
+        /** @description Only events with a sequence number less than this; must be greater than `after_seq` (else 422). */
+        BeforeSeq: number;
+        /** @description Only events of this kind; repeat for any of several (`kind=ActionEvent&kind=ObservationEvent`). */
+        EventKindFilter: components["schemas"]["EventKind"][];
+        /** @description Only events from this source; repeat for any of several. */
+        EventSourceFilter: components["schemas"]["EventSource"][];
+        /**
+         * @description Only events whose time (own ISO 8601 `timestamp`, else received time) is at or after this
+         *     ISO 8601 date or date-time (without an offset: UTC), e.g. `2025-01-15T10:30:00Z` or `2025-01-15`.
+         * @example 2025-01-15T10:30:00Z
+         */
+        EventSince: components["schemas"]["IsoDateTimeFilter"];
+        /**
+         * @description Only events whose time is at or before this ISO 8601 date or date-time; not before `since` (else 422).
+         * @example 2025-01-15T11:00:00Z
+         */
+        EventUntil: components["schemas"]["IsoDateTimeFilter"];
+        /** @description `created_desc` (newest first, the default), `created_asc` (oldest first) or `updated_desc` (most recently changed first). */
+        ConversationSort: "created_desc" | "created_asc" | "updated_desc";
+        /**
+         * @description Only conversations whose title (as shown) contains this text, case-insensitively.
+         * @example billing
+         */
+        ConversationTitleQuery: string;
+        /** @description Only conversations with this execution status; repeat for any of several. */
+        ConversationStatusFilter: components["schemas"]["ExecutionStatus"][];
+        /** @description Only conversations created at or after this ISO 8601 date or date-time (without an offset UTC). */
+        CreatedSince: components["schemas"]["IsoDateTimeFilter"];
+        /** @description Only conversations created at or before this; not before `created_since` (else 422). */
+        CreatedUntil: components["schemas"]["IsoDateTimeFilter"];
+        /** @description Only conversations last changed (`updated_at`) at or after this ISO 8601 date or date-time. */
+        UpdatedSince: components["schemas"]["IsoDateTimeFilter"];
+        /** @description Only conversations last changed at or before this; not before `updated_since` (else 422). */
+        UpdatedUntil: components["schemas"]["IsoDateTimeFilter"];
+        /**
+         * @description Only conversations carrying this tag (from the agent-server's ConversationInfo `tags`), as
+         *     `key:value` (the value is everything after the first colon); repeat to require several.
+         * @example [
+         *       "project:billing"
+         *     ]
+         */
+        ConversationTagFilter: string[];
+        /** @description Only the sub-conversations of this conversation (whose ConversationInfo names it as `parent_conversation_id`). */
+        ParentConversationFilter: string;
         /**
          * @description Checkout session id (UUID), as in the `redirect_url` of the local checkout.
          * @example 0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10
@@ -3281,9 +3534,36 @@ export interface operations {
     listConversations: {
         parameters: {
             query?: {
+                /** @description `created_desc` (newest first, the default), `created_asc` (oldest first) or `updated_desc` (most recently changed first). */
+                sort?: components["parameters"]["ConversationSort"];
+                /**
+                 * @description Only conversations whose title (as shown) contains this text, case-insensitively.
+                 * @example billing
+                 */
+                q?: components["parameters"]["ConversationTitleQuery"];
+                /** @description Only conversations with this execution status; repeat for any of several. */
+                status?: components["parameters"]["ConversationStatusFilter"];
+                /** @description Only conversations created at or after this ISO 8601 date or date-time (without an offset UTC). */
+                created_since?: components["parameters"]["CreatedSince"];
+                /** @description Only conversations created at or before this; not before `created_since` (else 422). */
+                created_until?: components["parameters"]["CreatedUntil"];
+                /** @description Only conversations last changed (`updated_at`) at or after this ISO 8601 date or date-time. */
+                updated_since?: components["parameters"]["UpdatedSince"];
+                /** @description Only conversations last changed at or before this; not before `updated_since` (else 422). */
+                updated_until?: components["parameters"]["UpdatedUntil"];
+                /**
+                 * @description Only conversations carrying this tag (from the agent-server's ConversationInfo `tags`), as
+                 *     `key:value` (the value is everything after the first colon); repeat to require several.
+                 * @example [
+                 *       "project:billing"
+                 *     ]
+                 */
+                tag?: components["parameters"]["ConversationTagFilter"];
+                /** @description Only the sub-conversations of this conversation (whose ConversationInfo names it as `parent_conversation_id`). */
+                parent_conversation_id?: components["parameters"]["ParentConversationFilter"];
                 /** @description Maximum number of conversations in the page. */
                 limit?: number;
-                /** @description Opaque cursor from `next_cursor` of the previous page; omit for the first page. */
+                /** @description Opaque cursor from `next_cursor` of the previous page of the same query; omit for the first page. */
                 cursor?: string;
             };
             header?: never;
@@ -3303,19 +3583,105 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
-                     *           "title": null,
+                     *           "title": "Fix the failing test",
                      *           "execution_status": "running",
                      *           "event_count": 3,
                      *           "created_at": "2025-01-15T10:30:00.200Z",
                      *           "updated_at": "2025-01-15T10:30:03.100Z",
                      *           "last_event_at": "2025-01-15T10:30:03.100Z",
-                     *           "metrics": null
+                     *           "metrics": null,
+                     *           "parent_conversation_id": null,
+                     *           "sub_conversation_ids": [],
+                     *           "forked_from_conversation_id": null,
+                     *           "tags": {
+                     *             "project": "billing"
+                     *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "eyJ1IjoiMjAyNS0wMS0xNVQxMDozMDowMy4xMDBaIn0"
+                     *       "next_cursor": "eyJzIjoiY3JlYXRlZF9kZXNjIiwicSI6IjFhMmIiLCJwIjpbIjIwMjUtMDEtMTVUMTA6MzA6MDAuMjAwWiJdfQ"
                      *     }
                      */
                     "application/json": components["schemas"]["ConversationPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description A parameter is not valid: an unknown `sort` or `status`, a date that is not ISO 8601,
+             *     a `…_until` before its `…_since`, a `tag` not `key:value`, `limit` out of range, or a
+             *     cursor from another query or sort. `loc` names the parameter.
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "query",
+                     *             "cursor"
+                     *           ],
+                     *           "msg": "This cursor belongs to another query or sort; send the query that returned it, or omit the cursor",
+                     *           "type": "value_error",
+                     *           "input": "eyJzIjoiY3JlYXRlZF9kZXNjIiwicSI6IjFhMmIiLCJwIjpbIjIwMjUtMDEtMTVUMTA6MzA6MDAuMjAwWiJdfQ"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    countConversations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only conversations whose title (as shown) contains this text, case-insensitively.
+                 * @example billing
+                 */
+                q?: components["parameters"]["ConversationTitleQuery"];
+                /** @description Only conversations with this execution status; repeat for any of several. */
+                status?: components["parameters"]["ConversationStatusFilter"];
+                /** @description Only conversations created at or after this ISO 8601 date or date-time (without an offset UTC). */
+                created_since?: components["parameters"]["CreatedSince"];
+                /** @description Only conversations created at or before this; not before `created_since` (else 422). */
+                created_until?: components["parameters"]["CreatedUntil"];
+                /** @description Only conversations last changed (`updated_at`) at or after this ISO 8601 date or date-time. */
+                updated_since?: components["parameters"]["UpdatedSince"];
+                /** @description Only conversations last changed at or before this; not before `updated_since` (else 422). */
+                updated_until?: components["parameters"]["UpdatedUntil"];
+                /**
+                 * @description Only conversations carrying this tag (from the agent-server's ConversationInfo `tags`), as
+                 *     `key:value` (the value is everything after the first colon); repeat to require several.
+                 * @example [
+                 *       "project:billing"
+                 *     ]
+                 */
+                tag?: components["parameters"]["ConversationTagFilter"];
+                /** @description Only the sub-conversations of this conversation (whose ConversationInfo names it as `parent_conversation_id`). */
+                parent_conversation_id?: components["parameters"]["ParentConversationFilter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The count. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "count": 17
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Count"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -3367,7 +3733,11 @@ export interface operations {
                      *           "per_turn_token": 1500,
                      *           "response_id": ""
                      *         }
-                     *       }
+                     *       },
+                     *       "parent_conversation_id": null,
+                     *       "sub_conversation_ids": [],
+                     *       "forked_from_conversation_id": null,
+                     *       "tags": {}
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
@@ -3379,15 +3749,91 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
         };
     };
+    renameConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Billing export bug, second attempt"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConversationRename"];
+            };
+        };
+        responses: {
+            /** @description The renamed conversation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "title": "Billing export bug, second attempt",
+                     *       "execution_status": "paused",
+                     *       "event_count": 42,
+                     *       "created_at": "2025-01-15T10:30:00.200Z",
+                     *       "updated_at": "2025-01-15T11:02:40.511Z",
+                     *       "last_event_at": "2025-01-15T10:41:12.900Z",
+                     *       "metrics": null,
+                     *       "parent_conversation_id": null,
+                     *       "sub_conversation_ids": [],
+                     *       "forked_from_conversation_id": null,
+                     *       "tags": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
     listConversationEvents: {
         parameters: {
             query?: {
-                /** @description Return only events with a sequence number greater than this (0 = from the start). */
-                after_seq?: number;
+                /** @description `asc` (oldest first, the default) or `desc` (newest first). */
+                order?: "asc" | "desc";
+                /** @description Only events with a sequence number greater than this (0 = from the start). */
+                after_seq?: components["parameters"]["AfterSeq"];
+                /** @description Only events with a sequence number less than this; must be greater than `after_seq` (else 422). */
+                before_seq?: components["parameters"]["BeforeSeq"];
+                /** @description Only events of this kind; repeat for any of several (`kind=ActionEvent&kind=ObservationEvent`). */
+                kind?: components["parameters"]["EventKindFilter"];
+                /** @description Only events from this source; repeat for any of several. */
+                source?: components["parameters"]["EventSourceFilter"];
+                /**
+                 * @description Only events whose time (own ISO 8601 `timestamp`, else received time) is at or after this
+                 *     ISO 8601 date or date-time (without an offset: UTC), e.g. `2025-01-15T10:30:00Z` or `2025-01-15`.
+                 * @example 2025-01-15T10:30:00Z
+                 */
+                since?: components["parameters"]["EventSince"];
+                /**
+                 * @description Only events whose time is at or before this ISO 8601 date or date-time; not before `since` (else 422).
+                 * @example 2025-01-15T11:00:00Z
+                 */
+                until?: components["parameters"]["EventUntil"];
                 /** @description Maximum number of events in the page. */
                 limit?: number;
-                /** @description Return only events of this kind. */
-                kind?: components["schemas"]["EventKind"];
+                /** @description `next_cursor` of the previous page of the same query; omit for the first page. */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -3407,25 +3853,159 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /**
+             * @description A parameter is not valid: an unknown `order` or `kind`, a `since`/`until` that is not
+             *     an ISO 8601 date, `limit` out of range, `before_seq` not greater than `after_seq`,
+             *     `until` before `since`, or a cursor from another query or order. `loc` names the
+             *     parameter.
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    countConversationEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events with a sequence number greater than this (0 = from the start). */
+                after_seq?: components["parameters"]["AfterSeq"];
+                /** @description Only events with a sequence number less than this; must be greater than `after_seq` (else 422). */
+                before_seq?: components["parameters"]["BeforeSeq"];
+                /** @description Only events of this kind; repeat for any of several (`kind=ActionEvent&kind=ObservationEvent`). */
+                kind?: components["parameters"]["EventKindFilter"];
+                /** @description Only events from this source; repeat for any of several. */
+                source?: components["parameters"]["EventSourceFilter"];
+                /**
+                 * @description Only events whose time (own ISO 8601 `timestamp`, else received time) is at or after this
+                 *     ISO 8601 date or date-time (without an offset: UTC), e.g. `2025-01-15T10:30:00Z` or `2025-01-15`.
+                 * @example 2025-01-15T10:30:00Z
+                 */
+                since?: components["parameters"]["EventSince"];
+                /**
+                 * @description Only events whose time is at or before this ISO 8601 date or date-time; not before `since` (else 422).
+                 * @example 2025-01-15T11:00:00Z
+                 */
+                until?: components["parameters"]["EventUntil"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The count. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     /**
                      * @example {
-                     *       "items": [
-                     *         {
-                     *           "seq": 1,
-                     *           "received_at": "2025-01-15T10:30:03.100Z",
-                     *           "event": {
-                     *             "kind": "PauseEvent",
-                     *             "id": "01JD2Q72A1B2C3D4E5F6G7H8J9",
-                     *             "timestamp": "2025-01-15T10:30:03.000000",
-                     *             "source": "user",
-                     *             "parent_id": null
-                     *           }
-                     *         }
-                     *       ],
-                     *       "next_after_seq": null
+                     *       "count": 1234
                      *     }
                      */
-                    "application/json": components["schemas"]["EventPage"];
+                    "application/json": components["schemas"]["Count"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    getConversationEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id: components["parameters"]["ConversationIdPath"];
+                /**
+                 * @description The event's `id`.
+                 * @example 01JD2Q72A1B2C3D4E5F6G7H8J9
+                 */
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "seq": 1,
+                     *       "received_at": "2025-01-15T10:30:03.100Z",
+                     *       "event": {
+                     *         "kind": "PauseEvent",
+                     *         "id": "01JD2Q72A1B2C3D4E5F6G7H8J9",
+                     *         "timestamp": "2025-01-15T10:30:03.000000",
+                     *         "source": "user",
+                     *         "parent_id": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StoredEvent"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    exportConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation, one JSON value per line. */
+            200: {
+                headers: {
+                    /** @description `attachment; filename="conversation-<id>.ndjson"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"conversation":{"id":"0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f","title":"Fix the failing test","execution_status":"paused","event_count":1,"created_at":"2025-01-15T10:30:00.200Z","updated_at":"2025-01-15T10:30:03.100Z","last_event_at":"2025-01-15T10:30:03.100Z","metrics":null,"parent_conversation_id":null,"sub_conversation_ids":[],"forked_from_conversation_id":null,"tags":{}},"info":{"id":"0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f","title":"Fix the failing test"}}
+                     *     {"seq":1,"received_at":"2025-01-15T10:30:03.100Z","event":{"kind":"PauseEvent","id":"01JD2Q72A1B2C3D4E5F6G7H8J9","timestamp":"2025-01-15T10:30:03.000000","source":"user","parent_id":null}}
+                     */
+                    "application/x-ndjson": string;
                 };
             };
             401: components["responses"]["Unauthorized"];

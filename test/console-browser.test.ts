@@ -85,11 +85,11 @@ describe('console in a browser (headless Chromium)', function () {
     expect(response.status, await response.clone().text()).to.equal(200);
   }
 
-  async function titled(conversationId: string, title: string): Promise<void> {
+  async function titled(conversationId: string, title: string, status = 'running'): Promise<void> {
     const response = await fetch(`${baseUrl}/api/v1/webhooks/conversations`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
-      body: JSON.stringify({ id: conversationId, title, execution_status: 'running', metrics: { model_name: 'anthropic/claude-sonnet-4-5', accumulated_cost: 0.0123 } }),
+      body: JSON.stringify({ id: conversationId, title, execution_status: status, metrics: { model_name: 'anthropic/claude-sonnet-4-5', accumulated_cost: 0.0123 } }),
     });
     expect(response.status, await response.clone().text()).to.be.oneOf([200, 201]);
   }
@@ -137,7 +137,8 @@ describe('console in a browser (headless Chromium)', function () {
     expect(await page.evaluate(() => document.activeElement?.textContent)).to.equal('Skip to content');
     await page.keyboard.press('Enter');
     expect(await page.evaluate(() => document.activeElement?.id)).to.equal('main');
-    await page.keyboard.press('Tab');
+    // Through the search form's fields to the first conversation.
+    for (let i = 0; i < 10 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Reached by keyboard'; i++) await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.textContent)).to.equal('Reached by keyboard');
     await page.keyboard.press('Enter');
     await page.locator('#conversation-title', { hasText: 'Reached by keyboard' }).waitFor();
@@ -309,8 +310,8 @@ describe('console in a browser (headless Chromium)', function () {
     await testDatabase()
       .orm.em.getConnection()
       .execute(
-        `insert into conversation_events (conversation_id, seq, event_id, kind, payload)
-         select ?, n, 'e' || n, 'MessageEvent',
+        `insert into conversation_events (conversation_id, seq, event_id, kind, event_time, source, payload)
+         select ?, n, 'e' || n, 'MessageEvent', now(), case when n % 2 = 0 then 'agent' else 'user' end,
            json_build_object('kind', 'MessageEvent', 'id', 'e' || n, 'source', case when n % 2 = 0 then 'agent' else 'user' end,
              'llm_message', json_build_object('role', case when n % 2 = 0 then 'assistant' else 'user' end, 'content', json_build_array(json_build_object('type', 'text', 'text', 'event ' || n))))
          from generate_series(2, 100000) n`,
@@ -438,6 +439,51 @@ describe('console in a browser (headless Chromium)', function () {
     await page.locator('#endpoints tbody tr', { hasText: 'https://hooks.example.com/agents' }).locator('button', { hasText: 'Delete' }).click();
     await page.locator('.notice', { hasText: 'Endpoint deleted' }).waitFor();
     expect(await page.locator('#endpoints').count()).to.equal(0);
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('searches conversations by title and status; the filters stay in the URL', async () => {
+    const billing = randomUUID();
+    const docs = randomUUID();
+    await post(billing, [message('fix it')]);
+    await titled(billing, 'Fix the billing export');
+    await post(docs, [message('write')]);
+    await titled(docs, 'Write the docs', 'finished');
+    await signIn();
+    await page.locator('#conversations tbody tr').nth(1).waitFor();
+    await page.fill('#search-q', 'billing');
+    await page.click('#conversation-search button[type=submit]');
+    await page.locator('#conversation-count', { hasText: '1 conversation' }).waitFor();
+    expect(await page.locator('#conversations tbody tr').allTextContents()).to.have.length(1);
+    expect(await page.textContent('#conversations tbody')).to.include('Fix the billing export');
+    expect(page.url()).to.include('q=billing');
+    await page.fill('#search-q', '');
+    await page.selectOption('#search-status', 'finished');
+    await page.locator('#conversations tbody tr', { hasText: 'Write the docs' }).waitFor();
+    await page.locator('#conversation-count', { hasText: '1 conversation' }).waitFor();
+    expect(await page.locator('#conversations tbody tr').count()).to.equal(1);
+    await expectAccessible();
+    await photograph('search');
+    await page.reload();
+    await page.locator('#conversations tbody tr', { hasText: 'Write the docs' }).waitFor();
+    expect(await page.inputValue('#search-status')).to.equal('finished');
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('downloads a conversation as NDJSON and renames it', async () => {
+    const conversationId = randomUUID();
+    await post(conversationId, [message('export me')]);
+    await signIn(user.accessToken, `#/conversations/${conversationId}`);
+    await page.locator('.message.user .text', { hasText: 'export me' }).waitFor();
+    const download = page.waitForEvent('download');
+    await page.click('#export');
+    const lines = fs.readFileSync((await (await download).path())!, 'utf8').trim().split('\n');
+    expect(JSON.parse(lines[0]!).conversation.id).to.equal(conversationId);
+    expect(JSON.parse(lines[1]!).event.llm_message.content[0].text).to.equal('export me');
+    await page.click('#rename');
+    await page.fill('#new-title', 'Exported once');
+    await page.click('form.rename button[type=submit]');
+    await page.locator('#conversation-title', { hasText: 'Exported once' }).waitFor();
     expect(pageErrors).to.deep.equal([]);
   });
 });

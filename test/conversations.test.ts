@@ -72,7 +72,8 @@ describe('conversations (read-back API)', () => {
 
       const response = await get(`/api/v1/conversations/${conversationId}`).expect(200);
       const conversation = response.body as ConversationView;
-      expect(conversation).to.have.all.keys('id', 'title', 'execution_status', 'event_count', 'created_at', 'updated_at', 'last_event_at', 'metrics');
+      expect(conversation).to.have.all.keys('id', 'title', 'execution_status', 'event_count', 'created_at', 'updated_at', 'last_event_at', 'metrics',
+        'parent_conversation_id', 'sub_conversation_ids', 'forked_from_conversation_id', 'tags');
       expect(conversation.id).to.equal(conversationId);
       // Until the agent-server posts its conversation info (test/conversation-info.test.ts).
       expect(conversation).to.include({ title: null, metrics: null });
@@ -188,7 +189,7 @@ describe('conversations (read-back API)', () => {
     it('returns an empty page after the last event', async () => {
       const conversationId = await createConversation();
       const page = (await get(eventsPath(conversationId, '?after_seq=1')).expect(200)).body as EventPage;
-      expect(page).to.deep.equal({ items: [], next_after_seq: null });
+      expect(page).to.deep.equal({ items: [], next_after_seq: null, next_before_seq: null, next_cursor: null });
     });
 
     it('filters by kind, paging through the matching events only', async () => {
@@ -206,13 +207,13 @@ describe('conversations (read-back API)', () => {
       expect([...first.items, ...rest.items].map((item) => item.event.id)).to.deep.equal(messages.map((event) => event.id));
 
       const none = (await get(eventsPath(conversationId, '?kind=TokenEvent')).expect(200)).body as EventPage;
-      expect(none).to.deep.equal({ items: [], next_after_seq: null });
+      expect(none).to.deep.equal({ items: [], next_after_seq: null, next_before_seq: null, next_cursor: null });
     });
 
     it("returns 422 with loc ['query','kind'] for an unknown kind", async () => {
       const conversationId = await createConversation();
       const response = await get(eventsPath(conversationId, '?kind=NoSuchEvent')).expect(422);
-      expect(response.body.detail.map((error: { loc: unknown[] }) => error.loc)).to.deep.include(['query', 'kind']);
+      expect(response.body.detail.map((error: { loc: unknown[] }) => error.loc)).to.deep.include(['query', 'kind', 0]);
     });
 
     for (const limit of ['0', '1001', '-1', 'abc']) {
@@ -286,7 +287,8 @@ describe('conversations (read-back API)', () => {
       expect(page.items.map((conversation) => conversation.id)).to.deep.equal([...mine].reverse());
       expect(page.next_cursor).to.equal(null);
       for (const conversation of page.items) {
-        expect(conversation).to.have.all.keys('id', 'title', 'execution_status', 'event_count', 'created_at', 'updated_at', 'last_event_at', 'metrics');
+        expect(conversation).to.have.all.keys('id', 'title', 'execution_status', 'event_count', 'created_at', 'updated_at', 'last_event_at', 'metrics',
+        'parent_conversation_id', 'sub_conversation_ids', 'forked_from_conversation_id', 'tags');
       }
 
       const strangersPage = (await get('/api/v1/conversations', sessionKeyOf(stranger)).expect(200)).body as ConversationPage;

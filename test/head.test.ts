@@ -70,10 +70,12 @@ async function get(port: number, path: string, headers: Record<string, string>) 
   const controller = new AbortController();
   // A redirect is compared as the redirect itself, as HEAD answers it.
   const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers, signal: controller.signal, redirect: 'manual' });
-  const streaming = (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
+  const live = (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
   let bodyLength: number | undefined;
-  if (streaming) controller.abort();
+  if (live) controller.abort();
   else bodyLength = (await response.arrayBuffer()).byteLength;
+  // A body streamed without a length (the live stream, an NDJSON export) has no Content-Length to repeat.
+  const streaming = live || response.headers.get('content-length') === null;
   return { status: response.status, headers: Object.fromEntries(response.headers), bodyLength, streaming };
 }
 

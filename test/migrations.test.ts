@@ -115,7 +115,7 @@ describe('database migrations', function () {
     const userId = randomUUID();
     await query('insert into users (id, email) values (?, ?)', [userId, 'owner@example.com']);
     const rows = await query(
-      "select batch, owner_id, stored from ingest_event_batches(array[?]::uuid[], array[?]::uuid[], '{}', '{}', '{}', '{}', '[]', '{}', '{}')",
+      "select batch, owner_id, stored from ingest_event_batches(array[?]::uuid[], array[?]::uuid[], '{}', '{}', '{}', '{}', '[]', '{}', '{}', '{}', '{}')",
       [randomUUID(), userId],
     );
     expect(rows).to.deep.equal([{ batch: 1, owner_id: userId, stored: 0 }]);

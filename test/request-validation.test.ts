@@ -148,7 +148,7 @@ describe('422 HTTPValidationError (FastAPI shape)', () => {
     const detail = response.body.detail as Detail;
     expect(detail.map((d) => [d.loc, d.type])).to.have.deep.members([
       [['query', 'limit'], 'greater_than_equal'],
-      [['query', 'kind'], 'enum'],
+      [['query', 'kind', 0], 'enum'],
     ]);
   });
 });

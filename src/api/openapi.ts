@@ -28,9 +28,13 @@ export function loadSpec(): Document {
   return document;
 }
 
-/** Request validation writes schema defaults into the request, so handlers see complete events. */
+/**
+ * Request validation writes schema defaults into the request, so handlers see complete events.
+ * Parameters coerce to arrays too: a repeatable query parameter given once (`?kind=MessageEvent`)
+ * arrives as a string.
+ */
 function customizeAjv(_draft07: unknown, options: AjvOptions) {
-  return createAjv({ ...options, useDefaults: true });
+  return createAjv({ ...options, useDefaults: true, ...(options.coerceTypes === true ? { coerceTypes: 'array' as const } : {}) });
 }
 
 type Operation = ReturnType<OpenAPIBackend['getOperations']>[number];

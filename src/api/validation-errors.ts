@@ -45,6 +45,11 @@ function locate(root: unknown, instancePath: string): { loc: Loc; value: unknown
     value = (root as Record<string, unknown>)?.[location];
   }
   for (const segment of segments) {
+    // A repeatable query parameter given once is validated as an array of that one string.
+    if (typeof value === 'string' && segment === '0') {
+      loc.push(0);
+      continue;
+    }
     if (Array.isArray(value)) {
       const index = Number(segment);
       loc.push(index);

@@ -3,21 +3,13 @@ import type { components } from '../../generated/openapi.ts';
 import { ForbiddenError, InvalidInputError } from '../errors.ts';
 import type { Principal } from '../identity/authenticator.ts';
 import type { Logger } from '../logger.ts';
-import { parseJson, stringifyJson } from '../lossless-json.ts';
+import { stringifyJson } from '../lossless-json.ts';
 import { stripSecretLookingKeys } from '../secret-keys.ts';
 import { canonicalUuid } from '../uuid.ts';
-import { toConversationView } from './mapper.ts';
-import type { Conversation } from './entities.ts';
+import { readConversationView } from './views.ts';
 
 export type ConversationInfo = components['schemas']['ConversationInfo'];
 type ConversationView = components['schemas']['Conversation'];
-type MetricsSnapshot = components['schemas']['MetricsSnapshot'];
-
-/** What a conversation's view shows from the agent-server's latest conversation info. */
-export interface ConversationInfoSummary {
-  title: string | null;
-  metrics: MetricsSnapshot | null;
-}
 
 /** The instants an ISO 8601 string with a four-digit year can name, and PostgreSQL can hold. */
 const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
@@ -37,16 +29,23 @@ function updatedAtOf(timestamp: string | undefined): string | null {
   return new Date(instant).toISOString();
 }
 
-interface ConversationRow {
-  id: string;
-  owner_id: string;
-  execution_status: string | null;
-  event_count: number;
-  created_at: Date;
-  updated_at: Date;
-  last_event_at: Date | null;
-  title: string | null;
-  metrics: string | null;
+/** `\u0000` and lone surrogates: what PostgreSQL `text` and `jsonb` cannot hold. */
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+function storable(value: string): boolean {
+  UNSTORABLE.lastIndex = 0;
+  return !UNSTORABLE.test(value);
+}
+
+/** The title as searchable plain text: what `text` cannot hold becomes U+FFFD. */
+export function searchableTitle(title: string | null): string | null {
+  return title === null ? null : title.replace(UNSTORABLE, '\uFFFD');
+}
+
+/** `tags` of a ConversationInfo, as the filter reads them: string values whose key and value PostgreSQL can hold. */
+function tagsOf(tags: Record<string, string> | undefined): string | null {
+  const entries = Object.entries(tags ?? {}).filter(([key, value]) => typeof value === 'string' && storable(key) && storable(value));
+  return entries.length === 0 ? null : JSON.stringify(Object.fromEntries(entries));
 }
 
 /** The agent-server's conversation info (POST /api/v1/webhooks/conversations): stored, and shown on the conversation. */
@@ -81,70 +80,46 @@ export class ConversationInfoService {
       const [owner] = (await trx.raw('select owner_id from conversations where id = ? for update', [id])).rows as { owner_id: string }[];
       if (owner!.owner_id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
 
+      // The agent-server's previous title, to tell a title it changed from one it repeats.
+      const [previous] = (await trx.raw('select title::text as title from conversation_infos where conversation_id = ?', [id])).rows as {
+        title: string | null;
+      }[];
       const applied = await trx.raw(
-        `insert into conversation_infos as stored (conversation_id, title, metrics, info, info_updated_at)
-         values (?, ?::json, ?::json, ?::json, ?::timestamptz)
+        `insert into conversation_infos as stored (conversation_id, title, metrics, info, info_updated_at, forked_from_conversation_id)
+         values (?, ?::json, ?::json, ?::json, ?::timestamptz, ?::uuid)
          on conflict (conversation_id) do update set
            title = excluded.title, metrics = excluded.metrics, info = excluded.info,
-           info_updated_at = excluded.info_updated_at, received_at = now()
+           info_updated_at = excluded.info_updated_at, received_at = now(),
+           forked_from_conversation_id = excluded.forked_from_conversation_id
          where stored.info_updated_at is null or excluded.info_updated_at is null
            or excluded.info_updated_at >= stored.info_updated_at
          returning 1`,
-        [id, titleText, metricsText, infoText, updatedAt],
+        [id, titleText, metricsText, infoText, updatedAt, info.forked_from_conversation_id ? canonicalUuid(info.forked_from_conversation_id) : null],
       );
       if (applied.rows.length > 0) {
+        // A rename holds until the agent-server's own title changes (see renameConversation in the spec).
+        const titleChanged = titleText !== null && previous?.title != null && previous.title !== titleText;
         await trx.raw(
-          `update conversations set execution_status = coalesce(?, execution_status), updated_at = now() where id = ?`,
-          [info.execution_status ?? null, id],
+          `update conversations set execution_status = coalesce(?, execution_status), updated_at = now(),
+             renamed_title = case when ? then null else renamed_title end,
+             title_search = case when ? or renamed_title is null then ? else title_search end,
+             parent_conversation_id = ?::uuid, tags = ?::jsonb
+           where id = ?`,
+          [
+            info.execution_status ?? null,
+            titleChanged,
+            titleChanged,
+            searchableTitle(info.title ?? null),
+            info.parent_conversation_id ? canonicalUuid(info.parent_conversation_id) : null,
+            tagsOf(info.tags),
+            id,
+          ],
         );
       }
-      const [row] = (
-        await trx.raw(
-          `select c.*, i.title::text as title, i.metrics::text as metrics
-           from conversations c left join conversation_infos i on i.conversation_id = c.id where c.id = ?`,
-          [id],
-        )
-      ).rows as ConversationRow[];
-      return { created, stale: applied.rows.length === 0, row: row! };
+      return { created, stale: applied.rows.length === 0 };
     });
     this.log.debug({ conversationId: id, created: result.created, stale: result.stale }, 'conversation info received');
-    return { created: result.created, conversation: toConversationView(conversationOf(result.row), summaryOf(result.row)) };
+    const read = await readConversationView(this.em, id);
+    return { created: result.created, conversation: read!.view };
   }
-}
-
-function conversationOf(row: ConversationRow): Conversation {
-  return {
-    id: row.id,
-    owner: { id: row.owner_id } as Conversation['owner'],
-    executionStatus: row.execution_status,
-    eventCount: row.event_count,
-    createdAt: new Date(row.created_at),
-    updatedAt: new Date(row.updated_at),
-    lastEventAt: row.last_event_at ? new Date(row.last_event_at) : null,
-  };
-}
-
-function summaryOf(row: { title: string | null; metrics: string | null }): ConversationInfoSummary {
-  return {
-    title: row.title === null ? null : (parseJson(row.title) as string | null),
-    metrics: row.metrics === null ? null : (parseJson(row.metrics) as MetricsSnapshot),
-  };
-}
-
-/** Title and latest metrics of each of `conversationIds` that has conversation info. */
-export async function conversationInfoSummaries(
-  em: EntityManager,
-  conversationIds: string[],
-): Promise<Map<string, ConversationInfoSummary>> {
-  const summaries = new Map<string, ConversationInfoSummary>();
-  if (conversationIds.length === 0) return summaries;
-  const rows = await em
-    .getConnection()
-    .execute<{ conversation_id: string; title: string | null; metrics: string | null }[]>(
-      `select conversation_id, title::text as title, metrics::text as metrics from conversation_infos
-       where conversation_id in (${conversationIds.map(() => '?').join(', ')})`,
-      conversationIds,
-    );
-  for (const row of rows) summaries.set(row.conversation_id, summaryOf(row));
-  return summaries;
 }

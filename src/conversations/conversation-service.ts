@@ -1,20 +1,43 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../generated/openapi.ts';
-import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors.ts';
+import { ForbiddenError, NotFoundError } from '../errors.ts';
 import type { Principal } from '../identity/authenticator.ts';
 import type { Logger } from '../logger.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
-import { canonicalUuid, UUID_PATTERN } from '../uuid.ts';
+import { canonicalUuid } from '../uuid.ts';
 import { stringifyJson } from '../lossless-json.ts';
-import { Conversation } from './entities.ts';
 import { executionStatusAfter } from './execution-status.ts';
-import { toConversationView, toEventPageJson } from './mapper.ts';
-import { conversationInfoSummaries } from './conversation-info-service.ts';
+import { isoInstant } from './event-time.ts';
+import { CONVERSATION_VIEW_COLUMNS, CONVERSATION_VIEW_FROM, STORED_EVENT_COLUMNS, toEventPageJson, toStoredEventJson, type ConversationViewRow, type StoredEventRow } from './mapper.ts';
+import { searchableTitle } from './conversation-info-service.ts';
+import { conversationExport } from './export.ts';
+import { readConversationView, viewsOf } from './views.ts';
+import { sqlRows } from '../db/sql.ts';
+import {
+  conversationConditions,
+  conversationCursor,
+  conversationCursorPosition,
+  conversationFilterOf,
+  eventConditions,
+  eventCursor,
+  eventCursorPosition,
+  eventFilterOf,
+  SqlValues,
+  type ConversationFilter,
+  type ConversationFilterInput,
+  type ConversationPosition,
+  type ConversationSort,
+  type EventFilter,
+  type EventFilterInput,
+  type EventOrder,
+} from './search.ts';
 import { GroupCommitter, type GroupCommitOptions } from './group-commit.ts';
 
 export type Event = components['schemas']['Event'];
 export type EventKind = components['schemas']['EventKind'];
+type ConversationView = components['schemas']['Conversation'];
+type ConversationPage = components['schemas']['ConversationPage'];
 
 /** A webhook batch ready to store: parallel arrays, one element per event (deltas aside). */
 interface IncomingBatch {
@@ -23,6 +46,9 @@ interface IncomingBatch {
   eventIds: string[];
   kinds: string[];
   statuses: (string | null)[];
+  /** Each event's own `timestamp` as an instant, or null to take the time it is received (`event-time.ts`). */
+  eventTimes: (string | null)[];
+  sources: (string | null)[];
   /**
    * Each event's JSON text as it is stored (see `src/lossless-json.ts`), in UTF-8. Encoded when the
    * batch arrives: bytes live outside V8's heap, so a batch waiting for its transaction is not
@@ -40,32 +66,6 @@ const MAX_NOTIFICATION_BYTES = 7999;
 interface BatchOutcome {
   owner_id: string;
   stored: number;
-}
-
-/** A stored event as read back: the payload stays the text that was stored. */
-interface StoredEventRow {
-  seq: number;
-  /** MikroORM's driver leaves timestamps as PostgreSQL writes them. */
-  received_at: string;
-  payload: string;
-}
-
-function encodeCursor(conversation: Conversation): string {
-  return Buffer.from(JSON.stringify([conversation.createdAt.toISOString(), conversation.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): { createdAt: Date; id: string } {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
-    const date = new Date(createdAt);
-    if (Number.isNaN(date.getTime()) || typeof id !== 'string' || !UUID_PATTERN.test(id)) throw new Error('bad cursor');
-    // Only dates PostgreSQL's timestamptz can compare (a crafted year -200000 would be a 500).
-    const year = date.getUTCFullYear();
-    if (year < 1 || year > 9999) throw new Error('bad cursor');
-    return { createdAt: date, id };
-  } catch {
-    throw new InvalidInputError('Invalid cursor; pass next_cursor from a previous page', ['query', 'cursor'], 'value_error', cursor);
-  }
 }
 
 /**
@@ -130,6 +130,8 @@ export class ConversationService {
       eventIds: [],
       kinds: [],
       statuses: [],
+      eventTimes: [],
+      sources: [],
       payloads: [],
       deltas: [],
     };
@@ -147,6 +149,8 @@ export class ConversationService {
       batch.eventIds.push(event.id);
       batch.kinds.push(event.kind);
       batch.statuses.push(executionStatusAfter(event));
+      batch.eventTimes.push(isoInstant(event.timestamp));
+      batch.sources.push(typeof event.source === 'string' ? event.source : null);
       batch.payloads.push(Buffer.from(stringifyJson(event)));
     }
     return { batch, droppedDeltas };
@@ -180,6 +184,8 @@ export class ConversationService {
     const eventIds: string[] = [];
     const kinds: string[] = [];
     const statuses: (string | null)[] = [];
+    const eventTimes: (string | null)[] = [];
+    const sources: (string | null)[] = [];
     const payloads: Buffer[] = [];
     const deltaBatches: number[] = [];
     const deltas: string[] = [];
@@ -197,6 +203,8 @@ export class ConversationService {
         eventIds.push(eventId);
         kinds.push(batch.kinds[k]!);
         statuses.push(batch.statuses[k]!);
+        eventTimes.push(batch.eventTimes[k]!);
+        sources.push(batch.sources[k]!);
         payloads.push(batch.payloads[k]!);
       });
       for (const delta of batch.deltas) {
@@ -210,8 +218,8 @@ export class ConversationService {
     try {
       const result = await connection.query({
         name: 'ingest_event_batches',
-        text: 'select batch, owner_id, stored from ingest_event_batches($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-        values: [conversations, owners, eventBatches, eventIds, kinds, statuses, jsonArray(payloads), deltaBatches, deltas],
+        text: 'select batch, owner_id, stored from ingest_event_batches($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+        values: [conversations, owners, eventBatches, eventIds, kinds, statuses, jsonArray(payloads), deltaBatches, deltas, eventTimes, sources],
       });
       rows = result.rows;
     } finally {
@@ -223,61 +231,187 @@ export class ConversationService {
   }
 
   /** The conversation, if `principal` owns it. */
-  async getConversation(principal: Principal, conversationId: string): Promise<components['schemas']['Conversation']> {
-    const conversation = await this.findOwned(principal, conversationId);
-    const infos = await conversationInfoSummaries(this.em, [conversation.id]);
-    return toConversationView(conversation, infos.get(conversation.id));
+  async getConversation(principal: Principal, conversationId: string): Promise<ConversationView> {
+    const read = await readConversationView(this.em, canonicalUuid(conversationId));
+    if (!read) throw new NotFoundError('Conversation not found');
+    if (read.ownerId !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
+    return read.view;
+  }
+
+  /** Sets the owner's title (see `renameConversation` in the spec for which title wins when). */
+  async renameConversation(principal: Principal, conversationId: string, title: string): Promise<ConversationView> {
+    const id = canonicalUuid(conversationId);
+    const renamed = await sqlRows(
+      this.em,
+      `update conversations set renamed_title = $2, title_search = $3, updated_at = now()
+       where id = $1 and owner_id = $4 returning id`,
+      [id, title, searchableTitle(title), principal.userId],
+    );
+    if (renamed.length === 0) await this.findOwned(principal, id);
+    return this.getConversation(principal, id);
   }
 
   /**
-   * A page of stored events in sequence order, after `afterSeq`, as the JSON text of an `EventPage`:
-   * each event goes out as the text that was stored, so it reads back exactly as it was sent.
+   * A page of stored events, as the JSON text of an `EventPage`: each event goes out as the text
+   * that was stored, so it reads back exactly as it was sent.
    */
   async listEvents(
     principal: Principal,
     conversationId: string,
-    page: { afterSeq: number; limit: number; kind?: EventKind },
+    page: { filter: EventFilterInput; order: EventOrder; limit: number; cursor?: string },
   ): Promise<string> {
+    const filter = eventFilterOf(page.filter);
+    // The cursor's position narrows the query's own bound on the side it continues from.
+    const position = page.cursor === undefined ? undefined : eventCursorPosition(page.cursor, filter, page.order);
     const conversation = await this.findOwned(principal, conversationId);
-    const rows = await this.em.getConnection().execute<StoredEventRow[]>(
-      `select seq, received_at, payload::text as payload from conversation_events
-       where conversation_id = ? and seq > ? ${page.kind ? 'and kind = ?' : ''}
-       order by seq limit ?`,
-      [conversation.id, page.afterSeq, ...(page.kind ? [page.kind] : []), page.limit + 1],
-    );
+    const bounded: EventFilter =
+      position === undefined
+        ? filter
+        : page.order === 'asc'
+          ? { ...filter, afterSeq: Math.max(filter.afterSeq, position) }
+          : { ...filter, beforeSeq: Math.min(filter.beforeSeq ?? position, position) };
+    const rows = await sqlRows<StoredEventRow>(this.em, ...eventPageQuery(conversation.id, bounded, page.order, page.limit + 1));
     const more = rows.length > page.limit;
-    return toEventPageJson(rows.slice(0, page.limit), more);
+    const items = rows.slice(0, page.limit);
+    const last = items[items.length - 1]?.seq;
+    return toEventPageJson(items, {
+      afterSeq: more && page.order === 'asc' ? last! : null,
+      beforeSeq: more && page.order === 'desc' ? last! : null,
+      cursor: more ? eventCursor(filter, page.order, last!) : null,
+    });
   }
 
-  /** The caller's conversations, newest first. */
+  /** How many events `listEvents` yields with these filters, over all its pages. */
+  async countEvents(principal: Principal, conversationId: string, input: EventFilterInput): Promise<number> {
+    const filter = eventFilterOf(input);
+    const conversation = await this.findOwned(principal, conversationId);
+    // Sequence numbers are dense (1…event_count): a range alone is arithmetic.
+    if (filter.kinds.length === 0 && filter.sources.length === 0 && filter.since === null && filter.until === null) {
+      const top = Math.min(conversation.event_count, (filter.beforeSeq ?? Infinity) - 1);
+      return Math.max(0, top - filter.afterSeq);
+    }
+    const [row] = await sqlRows<{ count: number }>(this.em, ...eventCountQuery(conversation.id, filter));
+    return row!.count;
+  }
+
+  /** One stored event by its id, as the JSON text of a `StoredEvent`. */
+  async getEvent(principal: Principal, conversationId: string, eventId: string): Promise<string> {
+    const conversation = await this.findOwned(principal, conversationId);
+    const [row] = await sqlRows<StoredEventRow>(
+      this.em,
+      `select ${STORED_EVENT_COLUMNS} from conversation_events where conversation_id = $1 and event_id = $2`,
+      [conversation.id, eventId],
+    );
+    if (!row) throw new NotFoundError('Event not found in this conversation');
+    return toStoredEventJson(row);
+  }
+
+  /** A page of the caller's conversations, filtered and sorted. */
   async listConversations(
     principal: Principal,
-    page: { limit: number; cursor?: string },
-  ): Promise<components['schemas']['ConversationPage']> {
-    const after = page.cursor ? decodeCursor(page.cursor) : undefined;
-    const conversations = await this.em.fork().find(
-      Conversation,
-      {
-        owner: principal.userId,
-        ...(after
-          ? { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] }
-          : {}),
-      },
-      { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], limit: page.limit + 1 },
+    page: { filter: ConversationFilterInput; sort: ConversationSort; limit: number; cursor?: string },
+  ): Promise<ConversationPage> {
+    const filter = conversationFilterOf(page.filter);
+    const after = page.cursor === undefined ? undefined : conversationCursorPosition(page.cursor, filter, page.sort);
+    const rows = await sqlRows<ConversationViewRow & { sort_key: string }>(
+      this.em,
+      ...conversationPageQuery(principal.userId, filter, page.sort, page.limit + 1, after),
     );
-    const more = conversations.length > page.limit;
-    const items = conversations.slice(0, page.limit);
-    const infos = await conversationInfoSummaries(this.em, items.map((c) => c.id));
+    const more = rows.length > page.limit;
+    const items = rows.slice(0, page.limit);
+    const last = items[items.length - 1];
     return {
-      items: items.map((conversation) => toConversationView(conversation, infos.get(conversation.id))),
-      next_cursor: more ? encodeCursor(items[items.length - 1]!) : null,
+      items: await viewsOf(this.em, principal.userId, items),
+      next_cursor: more ? conversationCursor(filter, page.sort, { key: last!.sort_key, id: last!.id }) : null,
     };
   }
 
-  private async findOwned(principal: Principal, conversationId: string): Promise<Conversation> {
-    const conversation = await this.em.fork().findOne(Conversation, { id: canonicalUuid(conversationId) });
+  /** How many conversations `listConversations` yields with these filters, over all its pages. */
+  async countConversations(principal: Principal, input: ConversationFilterInput): Promise<number> {
+    const filter = conversationFilterOf(input);
+    const [row] = await sqlRows<{ count: number }>(this.em, ...conversationCountQuery(principal.userId, filter));
+    return row!.count;
+  }
+
+  /**
+   * The whole conversation as NDJSON text chunks (see `conversationExport`), once `principal` is
+   * known to own it: a 403 or 404 comes before anything is streamed.
+   */
+  async exportConversation(principal: Principal, conversationId: string): Promise<{ id: string; chunks: AsyncIterable<string> }> {
+    const conversation = await this.findOwned(principal, conversationId);
+    return { id: conversation.id, chunks: conversationExport(this.em, conversation.id) };
+  }
+
+  private async findOwned(principal: Principal, conversationId: string): Promise<{ id: string; event_count: number }> {
+    const id = canonicalUuid(conversationId);
+    const [conversation] = await sqlRows<{ id: string; owner_id: string; event_count: number }>(
+      this.em,
+      'select id, owner_id, event_count from conversations where id = $1',
+      [id],
+    );
     if (!conversation) throw new NotFoundError('Conversation not found');
-    if (conversation.owner.id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
+    if (conversation.owner_id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
     return conversation;
   }
+}
+
+/** The statement counting a conversation's events that match `filter`. */
+export function eventCountQuery(conversationId: string, filter: EventFilter): [string, unknown[]] {
+  const values = new SqlValues();
+  const conditions = [`conversation_id = ${values.add(conversationId)}`, ...eventConditions(filter, values)];
+  return [`select count(*)::integer as count from conversation_events where ${conditions.join(' and ')}`, values.values];
+}
+
+/** The statement of one page of an owner's conversations, after `after` when given. */
+export function conversationPageQuery(
+  ownerId: string,
+  filter: ConversationFilter,
+  sort: ConversationSort,
+  limit: number,
+  after?: ConversationPosition,
+): [string, unknown[]] {
+  const values = new SqlValues();
+  const conditions = [`c.owner_id = ${values.add(ownerId)}`, ...conversationConditions(filter, values)];
+  const column = sort === 'updated_desc' ? 'c.updated_at' : 'c.created_at';
+  const direction = sort === 'created_asc' ? 'asc' : 'desc';
+  if (after) {
+    // A row comparison: the index (owner_id, created_at desc, id desc) seeks straight to it.
+    conditions.push(`(${column}, c.id) ${direction === 'asc' ? '>' : '<'} (${values.add(after.key)}::timestamptz, ${values.add(after.id)}::uuid)`);
+  }
+  // The page is chosen from conversations alone, then joined with the infos of its rows only.
+  return [
+    `select ${CONVERSATION_VIEW_COLUMNS},
+       to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as sort_key
+     from (select * from conversations c
+           where ${conditions.join(' and ')}
+           order by ${column} ${direction}, c.id ${direction}
+           limit ${values.add(limit)}) c
+       left join conversation_infos i on i.conversation_id = c.id
+     order by ${column} ${direction}, c.id ${direction}`,
+    values.values,
+  ];
+}
+
+/** The statement counting an owner's conversations that match `filter`. */
+export function conversationCountQuery(ownerId: string, filter: ConversationFilter): [string, unknown[]] {
+  const values = new SqlValues();
+  const conditions = [`c.owner_id = ${values.add(ownerId)}`, ...conversationConditions(filter, values)];
+  return [`select count(*)::integer as count from conversations c where ${conditions.join(' and ')}`, values.values];
+}
+
+/**
+ * The statement of one page of events. Several kinds: one index range per kind, each already in
+ * seq order, merged (a single `kind = any(…)` range would have to be sorted whole).
+ */
+export function eventPageQuery(conversationId: string, filter: EventFilter, order: EventOrder, limit: number): [string, unknown[]] {
+  const values = new SqlValues();
+  const conversation = values.add(conversationId);
+  const rowLimit = values.add(limit);
+  const select = (f: EventFilter) =>
+    `select ${STORED_EVENT_COLUMNS} from conversation_events
+     where ${[`conversation_id = ${conversation}`, ...eventConditions(f, values)].join(' and ')}
+     order by seq ${order} limit ${rowLimit}`;
+  if (filter.kinds.length <= 1) return [select(filter), values.values];
+  const parts = filter.kinds.map((kind) => `(${select({ ...filter, kinds: [kind] })})`);
+  return [`select * from (${parts.join(' union all ')}) e order by seq ${order} limit ${rowLimit}`, values.values];
 }

@@ -1,27 +1,60 @@
 import type { components } from '../../generated/openapi.ts';
-import type { Conversation } from './entities.ts';
-import type { ConversationInfoSummary } from './conversation-info-service.ts';
+import { parseJson } from '../lossless-json.ts';
 
 type ConversationView = components['schemas']['Conversation'];
+type MetricsSnapshot = components['schemas']['MetricsSnapshot'];
 
-/** A conversation as the API shows it, with the title and metrics of its latest conversation info. */
-export function toConversationView(conversation: Conversation, info?: ConversationInfoSummary): ConversationView {
+/**
+ * The columns a conversation's view is made of (`c` the conversation, `i` its info, joined by
+ * `CONVERSATION_VIEW_FROM`). JSON columns come as text, parsed here losslessly; instants as text
+ * with microseconds, so a list's sort key survives the round trip through a cursor.
+ */
+export const CONVERSATION_VIEW_COLUMNS = `c.id, c.owner_id, c.execution_status, c.event_count,
+  c.created_at, c.updated_at, c.last_event_at, c.renamed_title, c.parent_conversation_id, c.tags::text as tags,
+  i.title::text as info_title, i.metrics::text as metrics, i.forked_from_conversation_id`;
+
+export const CONVERSATION_VIEW_FROM = 'conversations c left join conversation_infos i on i.conversation_id = c.id';
+
+/** One row of `CONVERSATION_VIEW_COLUMNS`. */
+export interface ConversationViewRow {
+  id: string;
+  owner_id: string;
+  execution_status: string | null;
+  event_count: number;
+  created_at: Date | string;
+  updated_at: Date | string;
+  last_event_at: Date | string | null;
+  renamed_title: string | null;
+  parent_conversation_id: string | null;
+  tags: string | null;
+  info_title: string | null;
+  metrics: string | null;
+  forked_from_conversation_id: string | null;
+}
+
+const iso = (value: Date | string): string => new Date(value).toISOString();
+
+/**
+ * A conversation as the API shows it. The title: the owner's rename while it holds (see
+ * `ConversationInfoService.receive`), else the agent-server's.
+ */
+export function toConversationView(row: ConversationViewRow, subConversationIds: string[]): ConversationView {
   return {
-    id: conversation.id,
-    title: info?.title ?? null,
-    execution_status: conversation.executionStatus as ConversationView['execution_status'],
-    event_count: conversation.eventCount,
-    created_at: conversation.createdAt.toISOString(),
-    updated_at: conversation.updatedAt.toISOString(),
-    last_event_at: conversation.lastEventAt?.toISOString() ?? null,
-    metrics: info?.metrics ?? null,
+    id: row.id,
+    title: row.renamed_title ?? (row.info_title === null ? null : (parseJson(row.info_title) as string | null)),
+    execution_status: row.execution_status as ConversationView['execution_status'],
+    event_count: row.event_count,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+    last_event_at: row.last_event_at === null ? null : iso(row.last_event_at),
+    metrics: row.metrics === null ? null : (parseJson(row.metrics) as MetricsSnapshot | null),
+    parent_conversation_id: row.parent_conversation_id,
+    sub_conversation_ids: subConversationIds,
+    forked_from_conversation_id: row.forked_from_conversation_id,
+    tags: row.tags === null ? {} : (JSON.parse(row.tags) as Record<string, string>),
   };
 }
 
-/**
- * An `EventPage` as JSON text. The stored payloads are spliced in as they are: parsing them here
- * would round large numbers, and they were written by `stringifyJson`, so they are valid JSON.
- */
 /**
  * `encrypted_content` (of `ReasoningItemModel`) is stored but never rendered: it reads back as null.
  * Payloads are the text `stringifyJson` wrote, so a key is always written plainly and a quote
@@ -33,10 +66,31 @@ export function withoutEncryptedContent(payload: string): string {
   return payload.includes('"encrypted_content":"') ? payload.replace(ENCRYPTED_CONTENT, '"encrypted_content":null') : payload;
 }
 
-export function toEventPageJson(rows: { seq: number; received_at: string; payload: string }[], more: boolean): string {
-  const items = rows.map(
-    (row) => `{"seq":${row.seq},"received_at":"${new Date(row.received_at).toISOString()}","event":${withoutEncryptedContent(row.payload)}}`,
-  );
-  const nextAfterSeq = more ? rows[rows.length - 1]!.seq : null;
-  return `{"items":[${items.join(',')}],"next_after_seq":${nextAfterSeq}}`;
+/** A stored event as read back: the payload stays the text that was stored. */
+export interface StoredEventRow {
+  seq: number;
+  /** As `STORED_EVENT_COLUMNS` writes it: ISO 8601 UTC with milliseconds, as `toISOString` would. */
+  received_at: string;
+  payload: string;
+}
+
+/** The columns of a `StoredEventRow`, formatted by PostgreSQL (cheaper than a Date per row). */
+export const STORED_EVENT_COLUMNS = `seq, to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as received_at, payload::text as payload`;
+
+/**
+ * A `StoredEvent` as JSON text. The stored payload is spliced in as it is: parsing it here would
+ * round large numbers, and it was written by `stringifyJson`, so it is valid JSON.
+ */
+export function toStoredEventJson(row: StoredEventRow, options: { keepEncryptedContent?: boolean } = {}): string {
+  const event = options.keepEncryptedContent ? row.payload : withoutEncryptedContent(row.payload);
+  return `{"seq":${row.seq},"received_at":"${row.received_at}","event":${event}}`;
+}
+
+/** An `EventPage` as JSON text. */
+export function toEventPageJson(
+  rows: StoredEventRow[],
+  next: { afterSeq: number | null; beforeSeq: number | null; cursor: string | null },
+): string {
+  const items = rows.map((row) => toStoredEventJson(row));
+  return `{"items":[${items.join(',')}],"next_after_seq":${next.afterSeq},"next_before_seq":${next.beforeSeq},"next_cursor":${next.cursor === null ? 'null' : JSON.stringify(next.cursor)}}`;
 }

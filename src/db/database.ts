@@ -18,6 +18,7 @@ import { Migration20261123040000_conversation_info } from './migrations/Migratio
 import { Migration20261123050000_live_streams } from './migrations/Migration20261123050000_live_streams.ts';
 import { Migration20261123060000_group_commit } from './migrations/Migration20261123060000_group_commit.ts';
 import { Migration20261123070000_set_based_ingest } from './migrations/Migration20261123070000_set_based_ingest.ts';
+import { Migration20261125010000_search } from './migrations/Migration20261125010000_search.ts';
 import { Migration20261125020000_outbound_webhooks } from './migrations/Migration20261125020000_outbound_webhooks.ts';
 import { Migration20261125030000_administration } from './migrations/Migration20261125030000_administration.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
@@ -35,6 +36,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261123050000_live_streams', class: Migration20261123050000_live_streams },
   { name: 'Migration20261123060000_group_commit', class: Migration20261123060000_group_commit },
   { name: 'Migration20261123070000_set_based_ingest', class: Migration20261123070000_set_based_ingest },
+  { name: 'Migration20261125010000_search', class: Migration20261125010000_search },
   { name: 'Migration20261125020000_outbound_webhooks', class: Migration20261125020000_outbound_webhooks },
   { name: 'Migration20261125030000_administration', class: Migration20261125030000_administration },
 ];

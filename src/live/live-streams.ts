@@ -342,7 +342,11 @@ class Subscriber {
     while (!this.ended && this.lastSeq < upTo) {
       if (!(await this.room())) return;
       const limit = Number.isFinite(upTo) ? Math.min(PAGE_SIZE, upTo - this.lastSeq) : PAGE_SIZE;
-      const pageJson = await this.hub.conversations.listEvents(this.principal, this.conversationId, { afterSeq: this.lastSeq, limit });
+      const pageJson = await this.hub.conversations.listEvents(this.principal, this.conversationId, {
+        filter: { afterSeq: this.lastSeq },
+        order: 'asc',
+        limit,
+      });
       if (this.ended) return;
       const page = parseJson(pageJson) as { items: { seq: number }[]; next_after_seq: number | null };
       let text = '';

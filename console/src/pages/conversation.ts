@@ -37,7 +37,7 @@ export const conversationPage: Page = (main, route) => {
     replace(
       header,
       h('p', { class: 'crumbs' }, h('a', { href: '#/conversations' }, '← Conversations')),
-      h('div', { class: 'title-line' }, h('h1', { id: 'conversation-title' }, title), status, connection),
+      h('div', { class: 'title-line' }, h('h1', { id: 'conversation-title' }, title), status, connection, h('div', { class: 'head-actions' }, renameButton(conversation), exportButton())),
       h(
         'dl',
         { class: 'facts' },
@@ -48,6 +48,45 @@ export const conversationPage: Page = (main, route) => {
         fact('Last event', time(conversation.last_event_at)),
       ),
     );
+  }
+
+  /** Rename: the title becomes a field with Save and Cancel. */
+  function renameButton(conversation: Conversation): HTMLElement {
+    const button = h('button', { type: 'button', class: 'btn small', id: 'rename' }, 'Rename');
+    button.addEventListener('click', () => {
+      const input = h('input', { id: 'new-title', value: conversation.title ?? '', maxlength: 500, required: true, 'aria-label': 'New title' });
+      const message = h('span', { 'aria-live': 'polite' });
+      const form = h('form', { class: 'inline-form rename' }, input, h('button', { type: 'submit', class: 'btn small primary' }, 'Save'), h('button', { type: 'button', class: 'btn small', onclick: () => showHeader(conversation) }, 'Cancel'), message);
+      form.addEventListener('submit', async (event) => {
+        event.preventDefault();
+        const result = await api.PATCH('/api/v1/conversations/{conversation_id}', { params: { path: { conversation_id: id } }, body: { title: input.value } });
+        if (!result.data) return replace(message, notice(describeError(result.error, result.response.status), 'error'));
+        showHeader(result.data);
+      });
+      header.querySelector('.title-line')!.replaceWith(form);
+      input.focus();
+    });
+    return button;
+  }
+
+  /** Download: the whole conversation as NDJSON (the export needs the token, so it is fetched, then saved). */
+  function exportButton(): HTMLElement {
+    const button = h('button', { type: 'button', class: 'btn small', id: 'export' }, 'Download');
+    button.addEventListener('click', async () => {
+      button.disabled = true;
+      button.textContent = 'Preparing…';
+      const { data, response } = await api.GET('/api/v1/conversations/{conversation_id}/export', { params: { path: { conversation_id: id } }, parseAs: 'blob' });
+      button.disabled = false;
+      button.textContent = 'Download';
+      if (!data) return replace(problems, notice(describeError(undefined, response.status), 'error'));
+      const url = URL.createObjectURL(data);
+      const link = h('a', { href: url, download: `conversation-${id}.ndjson`, hidden: true });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    });
+    return button;
   }
 
   async function refreshHeader(): Promise<Conversation | undefined> {
@@ -62,19 +101,12 @@ export const conversationPage: Page = (main, route) => {
     return data;
   }
 
-  /** The page of events before `beforeSeq` (in sequence order). */
-  async function eventsBefore(beforeSeq: number): Promise<StoredEvent[] | undefined> {
-    let afterSeq = Math.max(0, beforeSeq - 1 - PAGE);
-    // Sequence numbers may have gaps: widen the window until something older turns up.
-    for (;;) {
-      const { data } = await api.GET('/api/v1/conversations/{conversation_id}/events', {
-        params: { path: { conversation_id: id }, query: { after_seq: afterSeq, limit: Math.min(1000, Math.max(1, beforeSeq - 1 - afterSeq)) } },
-      });
-      if (!data) return undefined;
-      const items = data.items.filter((item) => item.seq < beforeSeq);
-      if (items.length || afterSeq === 0) return items;
-      afterSeq = Math.max(0, afterSeq - PAGE * 10);
-    }
+  /** The page of events before `beforeSeq` (newest first from the server, returned in sequence order). */
+  async function eventsBefore(beforeSeq?: number): Promise<StoredEvent[] | undefined> {
+    const { data } = await api.GET('/api/v1/conversations/{conversation_id}/events', {
+      params: { path: { conversation_id: id }, query: { order: 'desc', limit: PAGE, ...(beforeSeq ? { before_seq: beforeSeq } : {}) } },
+    });
+    return data?.items.reverse();
   }
 
   function addEvents(events: StoredEvent[], where: 'start' | 'end'): void {
@@ -116,8 +148,8 @@ export const conversationPage: Page = (main, route) => {
   void (async () => {
     const conversation = await refreshHeader();
     if (!conversation) return;
-    // Open at the newest events: the last page, found from the event count.
-    const events = (await eventsBefore(conversation.event_count + 1)) ?? [];
+    // Open at the newest events: the last page, newest first.
+    const events = (await eventsBefore()) ?? [];
     if (stopped) return;
     older.state = events.length === 0 || events[0]!.seq <= 1 ? 'start' : 'more';
     list.append([older]);

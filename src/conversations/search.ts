@@ -1,0 +1,225 @@
+import { createHash } from 'node:crypto';
+import type { components } from '../../generated/openapi.ts';
+import { InvalidInputError } from '../errors.ts';
+import { canonicalUuid, UUID_PATTERN } from '../uuid.ts';
+import { isoInstant } from './event-time.ts';
+
+type EventKind = components['schemas']['EventKind'];
+type EventSource = components['schemas']['EventSource'];
+type ExecutionStatus = components['schemas']['ExecutionStatus'];
+
+/** The filters of `GET …/events` and `…/events/count`, as the query string gives them. */
+export interface EventFilterInput {
+  afterSeq?: number;
+  beforeSeq?: number;
+  kinds?: EventKind[];
+  sources?: EventSource[];
+  since?: string;
+  until?: string;
+}
+
+/** The filters, checked and normalized (instants in UTC, sets sorted). */
+export interface EventFilter {
+  afterSeq: number;
+  beforeSeq: number | null;
+  kinds: string[];
+  sources: string[];
+  since: string | null;
+  until: string | null;
+}
+
+export type EventOrder = 'asc' | 'desc';
+
+/** The filters of `GET /api/v1/conversations` and `…/count`. */
+export interface ConversationFilterInput {
+  q?: string;
+  statuses?: ExecutionStatus[];
+  createdSince?: string;
+  createdUntil?: string;
+  updatedSince?: string;
+  updatedUntil?: string;
+  tags?: string[];
+  parentConversationId?: string;
+}
+
+export interface ConversationFilter {
+  q: string | null;
+  statuses: string[];
+  createdSince: string | null;
+  createdUntil: string | null;
+  updatedSince: string | null;
+  updatedUntil: string | null;
+  tags: [string, string][];
+  parentConversationId: string | null;
+}
+
+export type ConversationSort = 'created_desc' | 'created_asc' | 'updated_desc';
+
+const uniqueSorted = (values: readonly string[] | undefined): string[] => [...new Set(values ?? [])].sort();
+
+function instant(value: string | undefined, parameter: string): string | null {
+  if (value === undefined) return null;
+  const parsed = isoInstant(value);
+  if (parsed === null) {
+    throw new InvalidInputError('Input should be a valid ISO 8601 date or date-time', ['query', parameter], 'datetime_from_date_parsing', value);
+  }
+  return parsed;
+}
+
+function range(since: string | null, until: string | null, untilName: string, sinceName: string, input: string | undefined): void {
+  if (since !== null && until !== null && until < since) {
+    throw new InvalidInputError(`${untilName} must not be before ${sinceName}`, ['query', untilName], 'value_error', input);
+  }
+}
+
+/** Checks and normalizes the event filters (422 naming the parameter for what the schema cannot say). */
+export function eventFilterOf(input: EventFilterInput): EventFilter {
+  const afterSeq = input.afterSeq ?? 0;
+  const beforeSeq = input.beforeSeq ?? null;
+  if (beforeSeq !== null && beforeSeq <= afterSeq) {
+    throw new InvalidInputError('before_seq must be greater than after_seq', ['query', 'before_seq'], 'value_error', beforeSeq);
+  }
+  const since = instant(input.since, 'since');
+  const until = instant(input.until, 'until');
+  range(since, until, 'until', 'since', input.until);
+  return { afterSeq, beforeSeq, kinds: uniqueSorted(input.kinds), sources: uniqueSorted(input.sources), since, until };
+}
+
+/** Checks and normalizes the conversation filters. */
+export function conversationFilterOf(input: ConversationFilterInput): ConversationFilter {
+  const createdSince = instant(input.createdSince, 'created_since');
+  const createdUntil = instant(input.createdUntil, 'created_until');
+  range(createdSince, createdUntil, 'created_until', 'created_since', input.createdUntil);
+  const updatedSince = instant(input.updatedSince, 'updated_since');
+  const updatedUntil = instant(input.updatedUntil, 'updated_until');
+  range(updatedSince, updatedUntil, 'updated_until', 'updated_since', input.updatedUntil);
+  const tags = uniqueSorted(input.tags).map((tag): [string, string] => {
+    const colon = tag.indexOf(':');
+    return [tag.slice(0, colon), tag.slice(colon + 1)];
+  });
+  return {
+    q: input.q ?? null,
+    statuses: uniqueSorted(input.statuses),
+    createdSince,
+    createdUntil,
+    updatedSince,
+    updatedUntil,
+    tags,
+    parentConversationId: input.parentConversationId ? canonicalUuid(input.parentConversationId) : null,
+  };
+}
+
+/** A short digest of what a cursor is bound to: the query's filters and order. */
+function fingerprint(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('base64url').slice(0, 16);
+}
+
+function encode(value: unknown): string {
+  return Buffer.from(JSON.stringify(value)).toString('base64url');
+}
+
+function decode(cursor: string): Record<string, unknown> {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // Rendered below.
+  }
+  throw badCursor(cursor);
+}
+
+function badCursor(cursor: string): InvalidInputError {
+  return new InvalidInputError('Invalid cursor; pass next_cursor from a previous page', ['query', 'cursor'], 'value_error', cursor);
+}
+
+function foreignCursor(cursor: string, what: string): InvalidInputError {
+  return new InvalidInputError(
+    `This cursor belongs to another query or ${what}; send the query that returned it, or omit the cursor`,
+    ['query', 'cursor'],
+    'value_error',
+    cursor,
+  );
+}
+
+/** The next-page cursor of an event query: the last sequence number given, bound to the query. */
+export function eventCursor(filter: EventFilter, order: EventOrder, lastSeq: number): string {
+  return encode({ o: order, f: fingerprint(['events', filter]), p: lastSeq });
+}
+
+/** The position a cursor of this same event query continues from (422 for any other cursor). */
+export function eventCursorPosition(cursor: string, filter: EventFilter, order: EventOrder): number {
+  const value = decode(cursor);
+  const position = value.p;
+  if (typeof value.o !== 'string' || typeof value.f !== 'string' || !Number.isInteger(position) || (position as number) < 0 || (position as number) > 2147483647) {
+    throw badCursor(cursor);
+  }
+  if (value.o !== order || value.f !== fingerprint(['events', filter])) throw foreignCursor(cursor, 'order');
+  return position as number;
+}
+
+/** A position in a conversation list: the sort key (UTC instant text, microseconds) and the id. */
+export interface ConversationPosition {
+  key: string;
+  id: string;
+}
+
+const INSTANT_TEXT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+export function conversationCursor(filter: ConversationFilter, sort: ConversationSort, position: ConversationPosition): string {
+  return encode({ s: sort, f: fingerprint(['conversations', filter]), k: position.key, i: position.id });
+}
+
+export function conversationCursorPosition(cursor: string, filter: ConversationFilter, sort: ConversationSort): ConversationPosition {
+  const value = decode(cursor);
+  const { k: key, i: id } = value;
+  if (typeof value.s !== 'string' || typeof value.f !== 'string' || typeof key !== 'string' || typeof id !== 'string') throw badCursor(cursor);
+  if (!INSTANT_TEXT.test(key) || isoInstant(key) === null || !UUID_PATTERN.test(id)) throw badCursor(cursor);
+  if (value.s !== sort || value.f !== fingerprint(['conversations', filter])) throw foreignCursor(cursor, 'sort');
+  return { key, id };
+}
+
+/** `text` for a LIKE pattern that matches it literally. */
+export function likeLiteral(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** Collects the values of a statement and hands out their `$n` placeholders. */
+export class SqlValues {
+  readonly values: unknown[] = [];
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+/** The SQL conditions of an event filter (besides the conversation), with their values added to `values`. */
+export function eventConditions(filter: EventFilter, values: SqlValues): string[] {
+  const conditions: string[] = [];
+  if (filter.afterSeq > 0) conditions.push(`seq > ${values.add(filter.afterSeq)}`);
+  if (filter.beforeSeq !== null) conditions.push(`seq < ${values.add(filter.beforeSeq)}`);
+  if (filter.kinds.length === 1) conditions.push(`kind = ${values.add(filter.kinds[0])}`);
+  else if (filter.kinds.length > 1) conditions.push(`kind = any(${values.add(filter.kinds)}::text[])`);
+  if (filter.sources.length === 1) conditions.push(`source = ${values.add(filter.sources[0])}`);
+  else if (filter.sources.length > 1) conditions.push(`source = any(${values.add(filter.sources)}::text[])`);
+  if (filter.since !== null) conditions.push(`event_time >= ${values.add(filter.since)}::timestamptz`);
+  if (filter.until !== null) conditions.push(`event_time <= ${values.add(filter.until)}::timestamptz`);
+  return conditions;
+}
+
+/** The SQL conditions of a conversation filter (alias `c`), besides the owner. */
+export function conversationConditions(filter: ConversationFilter, values: SqlValues): string[] {
+  const conditions: string[] = [];
+  if (filter.q !== null) conditions.push(`c.title_search ilike ${values.add(`%${likeLiteral(filter.q)}%`)}`);
+  if (filter.statuses.length > 0) conditions.push(`c.execution_status = any(${values.add(filter.statuses)}::text[])`);
+  if (filter.createdSince !== null) conditions.push(`c.created_at >= ${values.add(filter.createdSince)}::timestamptz`);
+  if (filter.createdUntil !== null) conditions.push(`c.created_at <= ${values.add(filter.createdUntil)}::timestamptz`);
+  if (filter.updatedSince !== null) conditions.push(`c.updated_at >= ${values.add(filter.updatedSince)}::timestamptz`);
+  if (filter.updatedUntil !== null) conditions.push(`c.updated_at <= ${values.add(filter.updatedUntil)}::timestamptz`);
+  if (filter.tags.length > 0) {
+    conditions.push(`c.tags @> ${values.add(JSON.stringify(Object.fromEntries(filter.tags)))}::jsonb`);
+    // Two values of one key cannot both match: `@>` of the object above would keep only the last.
+    if (new Set(filter.tags.map(([key]) => key)).size < filter.tags.length) conditions.push('false');
+  }
+  if (filter.parentConversationId !== null) conditions.push(`c.parent_conversation_id = ${values.add(filter.parentConversationId)}::uuid`);
+  return conditions;
+}
