@@ -7,6 +7,7 @@ import { liveStreamsOf } from './live/live-streams.ts';
 import { listen } from './http-server.ts';
 import { buildConsole, consoleIsBuilt } from './console/bundle.ts';
 import { deliveryWorkerOf } from './outbound/delivery-worker.ts';
+import { missingSecretKeysProblem } from './workspaces/setup.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { firstSuperAdminCommand, listeningUrl } from './startup-log.ts';
 
@@ -41,6 +42,8 @@ async function main(): Promise<void> {
   let server: Server;
   let app: Awaited<ReturnType<typeof createApp>>;
   try {
+    const keyProblem = await missingSecretKeysProblem(config, database.orm.em, logger);
+    if (keyProblem) throw new Error(keyProblem);
     app = await createApp({ config, logger, orm: database.orm, database });
     // A fresh clone has no built console: build it now so that the first page is not slow.
     if (!consoleIsBuilt()) logger.info({ ms: Math.round(await buildConsole()) }, 'console built');

@@ -347,7 +347,8 @@ describe('console in a browser (headless Chromium)', function () {
   it('buys credits through the local checkout and shows the new balance', async () => {
     await signIn(user.accessToken, '#/account');
     await page.locator('#balance').waitFor();
-    expect(await page.textContent('#balance')).to.equal('0 USD');
+    expect(await page.textContent('#balance')).to.equal('$0.00');
+    await page.locator('#spend-title').waitFor();
     await expectAccessible();
     await photograph('account');
     await page.fill('#amount', '12');
@@ -360,7 +361,8 @@ describe('console in a browser (headless Chromium)', function () {
     expect(await page.textContent('.checkout')).to.not.include('expires');
     await photograph('checkout-completed');
     await page.click('a:has-text("Back to your account")');
-    await page.locator('#balance', { hasText: '12 USD' }).waitFor();
+    await page.locator('#balance', { hasText: '$12.00' }).waitFor();
+    expect(await page.textContent('#purchased')).to.equal('$12.00');
     expect(pageErrors).to.deep.equal([]);
   });
 

@@ -1,19 +1,22 @@
 import { api, describeError, type Schemas } from '../api.ts';
-import { badge, h, notice, replace, time } from '../dom.ts';
+import { badge, h, notice, replace, time, usd } from '../dom.ts';
 import type { Page } from '../main.ts';
 import { showKeys } from './keys.ts';
+import { showSpend } from './spend.ts';
 import { showWebhookEndpoints } from './webhook-endpoints.ts';
 
-/** Account: who I am, credits (balance, history, buy), my keys, webhook endpoints, the workspace link. */
+/** Account: who I am, credits (bought, spent, balance, buy, history), spend, my keys, webhook endpoints, the workspace link. */
 export const accountPage: Page = (main) => {
   const credits = h('section', { class: 'card stack', 'aria-labelledby': 'credits-title' });
+  const spend = h('section', { class: 'card stack', 'aria-labelledby': 'spend-title' });
   const keys = h('section', { class: 'card stack', 'aria-labelledby': 'keys-title' });
   const workspace = h('section', { class: 'card stack', 'aria-labelledby': 'workspace-title' });
   const endpoints = h('section', { class: 'card stack', 'aria-labelledby': 'endpoints-title' });
   const who = h('p', { class: 'hint', id: 'me' });
-  replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Account'), who), h('div', { class: 'grid' }, credits, workspace), h('div', { class: 'stack' }, keys, endpoints));
+  replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Account'), who), h('div', { class: 'grid' }, credits, spend), h('div', { class: 'stack' }, keys, endpoints, workspace));
   void api.GET('/api/me').then(({ data }) => data && replace(who, `Signed in as ${data.email}`, data.is_super_admin ? ' · super admin' : ''));
   void showCredits(credits);
+  void showSpend(spend);
   void showKeys(keys);
   void showWorkspace(workspace);
   void showWebhookEndpoints(endpoints);
@@ -44,7 +47,14 @@ async function showCredits(section: HTMLElement): Promise<void> {
   replace(
     section,
     h('h2', { id: 'credits-title' }, 'Credits'),
-    h('p', { class: 'balance' }, h('span', { class: 'hint' }, 'Balance'), h('strong', { id: 'balance' }, `${data.balance_usd.toLocaleString()} USD`)),
+    h('p', { class: 'balance' }, h('span', { class: 'hint' }, 'Balance'), h('strong', { id: 'balance', class: data.overdrawn ? 'bad' : null }, usd(data.balance_usd))),
+    h(
+      'dl',
+      { class: 'facts' },
+      h('div', null, h('dt', null, 'Bought'), h('dd', { id: 'purchased' }, usd(data.purchased_usd))),
+      h('div', null, h('dt', null, 'Spent by your agents'), h('dd', { id: 'spent' }, usd(data.spent_usd, 2))),
+    ),
+    data.overdrawn ? notice('Your balance is below zero: buy credits to keep your agents running.', 'error') : null,
     buy,
     message,
     h('h3', null, 'Recent checkouts'),
