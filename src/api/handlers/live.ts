@@ -38,9 +38,11 @@ export function liveHandlers(conversations: ConversationService, live: LiveStrea
     },
     getLiveConversationPage(operation, ctx) {
       const { conversation_id } = operation.request.params as ConversationPath;
-      // The console's viewer replaced the old page; old links land there.
-      ctx.redirect(`/#/conversations/${canonicalUuid(conversation_id)}`);
+      // The console's viewer replaced the old page; old links land there. The spec's 302 has no body
+      // (Koa's redirect would add a "Redirecting to" text).
       ctx.status = 302;
+      ctx.set('Location', `/#/conversations/${canonicalUuid(conversation_id)}`);
+      ctx.body = '';
     },
   };
 }
