@@ -6546,6 +6546,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getConsoleScript: {
@@ -6566,6 +6567,7 @@ export interface operations {
                     "text/javascript": string;
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getConsoleStyles: {
@@ -6586,6 +6588,7 @@ export interface operations {
                     "text/css": string;
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
 }
