@@ -2,7 +2,7 @@
 # Breaking-change check of the contract: compares spec/openapi.yaml with a base revision using Optic
 # (`optic diff … --check`, its standard breaking-change rules), offline (telemetry off, no stdin).
 # A breaking change passes only when info.version differs from the base's and CHANGELOG.md has a
-# "## <that version>" section. See docs/contract.md.
+# "## <that version>" section. Pages for people (`x-browser-page: true`) are left out. See docs/contract.md.
 #
 # Base: $CONTRACT_BASE if set; else the merge base with main (origin/main or main) when it is not
 # HEAD itself; else the last tag before HEAD; else the previous commit (HEAD~1); with none of these
@@ -47,17 +47,36 @@ if ! git cat-file -e "$base:$SPEC" 2>/dev/null; then
   exit 0
 fi
 
+# Pages for people (x-browser-page on either side) are not what clients are generated from: both sides lose them.
+without_pages() { # <base in> <new in> <base out> <new out>
+  node --input-type=module -e "
+    import fs from 'node:fs'; import { parse, stringify } from 'yaml';
+    const [base, next] = process.argv.slice(1, 3).map((file) => parse(fs.readFileSync(file, 'utf8')));
+    const isPage = (spec, path, method) => spec.paths?.[path]?.[method]?.['x-browser-page'] === true;
+    for (const spec of [base, next]) {
+      for (const [path, item] of Object.entries(spec.paths ?? {})) {
+        for (const method of Object.keys(item)) if (isPage(base, path, method) || isPage(next, path, method)) delete item[method];
+        if (!Object.values(item).some((op) => op?.responses)) delete spec.paths[path];
+      }
+    }
+    fs.writeFileSync(process.argv[3], stringify(base, { aliasDuplicateObjects: false }));
+    fs.writeFileSync(process.argv[4], stringify(next, { aliasDuplicateObjects: false }));
+  " "$@"
+}
+
+compared=$(mktemp -d)
+trap 'rm -rf "$compared"' EXIT
+git show "$base:$SPEC" >"$compared/base-full.yaml"
+without_pages "$compared/base-full.yaml" "$SPEC" "$compared/base.yaml" "$compared/openapi.yaml"
+
 export OPTIC_TELEMETRY_LEVEL=off
-if npx --no-install optic diff "$SPEC" --base "$base" --check </dev/null; then
+if npx --no-install optic diff "$compared/base.yaml" "$compared/openapi.yaml" --check </dev/null; then
   echo "contract check: no breaking change"
   exit 0
 fi
 
-old_spec=$(mktemp)
-git show "$base:$SPEC" >"$old_spec"
-old_version=$(spec_version "$old_spec")
+old_version=$(spec_version "$compared/base-full.yaml")
 new_version=$(spec_version "$SPEC")
-rm -f "$old_spec"
 if [ "$old_version" != "$new_version" ] && [ -f CHANGELOG.md ] &&
   grep -Eq "^## \[?${new_version//./\\.}\]?([^0-9.]|$)" CHANGELOG.md; then
   echo "contract check: breaking change(s) above, declared: info.version $old_version → $new_version and CHANGELOG.md names $new_version"
