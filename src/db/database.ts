@@ -21,6 +21,7 @@ import { Migration20261123070000_set_based_ingest } from './migrations/Migration
 import { Migration20261125010000_search } from './migrations/Migration20261125010000_search.ts';
 import { Migration20261125020000_outbound_webhooks } from './migrations/Migration20261125020000_outbound_webhooks.ts';
 import { Migration20261125030000_administration } from './migrations/Migration20261125030000_administration.ts';
+import { Migration20261125070000_webhook_fanout } from './migrations/Migration20261125070000_webhook_fanout.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
 
@@ -39,6 +40,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261125010000_search', class: Migration20261125010000_search },
   { name: 'Migration20261125020000_outbound_webhooks', class: Migration20261125020000_outbound_webhooks },
   { name: 'Migration20261125030000_administration', class: Migration20261125030000_administration },
+  { name: 'Migration20261125070000_webhook_fanout', class: Migration20261125070000_webhook_fanout },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */

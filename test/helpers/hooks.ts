@@ -42,6 +42,7 @@ export async function recreateSchema(db: Database): Promise<void> {
 export const TABLES = [
   'audit_log',
   'webhook_attempts',
+  'webhook_deliveries',
   'webhook_messages',
   'webhook_endpoints',
   'stream_tickets',
