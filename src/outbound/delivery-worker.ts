@@ -14,9 +14,13 @@ import { ENDPOINT_SECRET_PURPOSE } from './webhook-endpoint-service.ts';
 /** A `conversation.events` body larger than this carries the events' ids only. */
 export const MAX_EVENTS_BODY_BYTES = 256 * 1024;
 
+/** Messages fanned out per transaction. */
+const FANOUT_BATCH = 100;
+
 /**
- * What one delivery job names: a message to fan out (`fanout`: its deliveries are created, then
- * their first attempts made in parallel), or attempt `attempt` of a message to one endpoint. Jobs
+ * What one delivery job names: `{"fanout": "pending"}`, queued by `webhook_enqueue` once per
+ * transaction that stored messages (fan out every message not fanned out yet), or attempt `attempt`
+ * of a message to one endpoint. Jobs
  * queued before the fan-out migration name a message (or several, `message_ids`) without an
  * endpoint: each such message has exactly one delivery.
  */
@@ -82,7 +86,7 @@ export class DeliveryWorker {
       async (jobs: Job<DeliveryJob>[]) => {
         for (const job of jobs) {
           if (job.data.fanout !== undefined) {
-            await this.fanOut(job.data.fanout);
+            await this.fanOutPending();
             continue;
           }
           const ids = job.data.message_ids ?? [job.data.message_id!];
@@ -100,35 +104,48 @@ export class DeliveryWorker {
   }
 
   /**
-   * Expands a message into one delivery per endpoint that wants it — enabled, created no later than
-   * the message, its event types and conversation matching — once (`fanned_out`, under the message's
-   * row lock), then makes the first attempts not made yet. A job handed out again after a crash
-   * finds the deliveries made and only attempts what is still at attempt 0.
+   * Expands every message not fanned out yet into one delivery per endpoint that wants it — enabled,
+   * created no later than the message, its event types and conversation matching — and queues one
+   * job per delivery for its first attempt; `FANOUT_BATCH` messages per transaction, locked with
+   * `SKIP LOCKED` so that instances fanning out at once share them, each message once (`fanned_out`).
+   * A job handed out again after a crash finds what is left; one whose messages another job took
+   * finds nothing. Returns how many messages it fanned out.
    */
-  async fanOut(messageId: string): Promise<void> {
+  async fanOutPending(): Promise<number> {
     const knex = this.em.getConnection().getKnex();
-    const endpointIds = await knex.transaction(async (trx) => {
-      const [message] = (await trx.raw('select fanned_out from webhook_messages where id = ? for update', [messageId])).rows as { fanned_out: boolean }[];
-      if (!message) return []; // its owner was deleted
-      if (!message.fanned_out) {
+    let total = 0;
+    for (;;) {
+      const count = await knex.transaction(async (trx) => {
+        const ids = (
+          (await trx.raw(
+            'select id from webhook_messages where not fanned_out order by created_at limit ? for update skip locked',
+            [FANOUT_BATCH],
+          )).rows as { id: string }[]
+        ).map((r) => r.id);
+        if (ids.length === 0) return 0;
         await trx.raw(
-          `insert into webhook_deliveries (message_id, endpoint_id, next_attempt_at, created_at)
-           select m.id, e.id, now(), m.created_at
-           from webhook_messages m join webhook_endpoints e on e.owner_id = m.owner_id
-           where m.id = ? and not e.disabled and e.created_at <= m.created_at
-             and (e.event_types is null or m.type = any (e.event_types))
-             and (e.conversation_id is null or e.conversation_id = m.conversation_id)
-           on conflict do nothing`,
-          [messageId],
+          `with deliveries as (
+             insert into webhook_deliveries (message_id, endpoint_id, next_attempt_at, created_at)
+             select m.id, e.id, now(), m.created_at
+             from webhook_messages m join webhook_endpoints e on e.owner_id = m.owner_id
+             where m.id = any (?::text[]) and not e.disabled and e.created_at <= m.created_at
+               and (e.event_types is null or m.type = any (e.event_types))
+               and (e.conversation_id is null or e.conversation_id = m.conversation_id)
+             on conflict do nothing
+             returning message_id, endpoint_id
+           )
+           insert into ${QUEUE_SCHEMA}.job (name, data, retry_limit, retry_delay, expire_seconds, policy)
+           select q.name, jsonb_build_object('message_id', d.message_id, 'endpoint_id', d.endpoint_id, 'attempt', 1),
+                  q.retry_limit, q.retry_delay, q.expire_seconds, q.policy
+           from deliveries d cross join ${QUEUE_SCHEMA}.queue q where q.name = ?`,
+          [ids, DELIVERY_QUEUE],
         );
-        await trx.raw('update webhook_messages set fanned_out = true where id = ?', [messageId]);
-      }
-      return (
-        (await trx.raw(`select endpoint_id from webhook_deliveries where message_id = ? and attempts = 0 and state = 'pending'`, [messageId]))
-          .rows as { endpoint_id: string }[]
-      ).map((r) => r.endpoint_id);
-    });
-    await Promise.all(endpointIds.map((endpointId) => this.deliver({ message_id: messageId, endpoint_id: endpointId, attempt: 1 })));
+        await trx.raw('update webhook_messages set fanned_out = true where id = any (?::text[])', [ids]);
+        return ids.length;
+      });
+      total += count;
+      if (count < FANOUT_BATCH) return total;
+    }
   }
 
   /**

@@ -2,9 +2,9 @@ import { Migration } from '@mikro-orm/migrations';
 
 /**
  * Outbound webhooks fan out at delivery, as Svix does (docs/outbound-webhooks.md, "How it works"):
- * the ingest transaction stores ONE `webhook_messages` row per cause (and one pg-boss job naming it),
- * and the delivery worker expands it into one `webhook_deliveries` row per endpoint, outside the
- * ingest transaction. Before, `webhook_enqueue` wrote one message row per subscribed endpoint in the
+ * the ingest transaction stores ONE `webhook_messages` row per cause (and one pg-boss fan-out job per
+ * transaction), and the delivery worker expands each message into one `webhook_deliveries` row per
+ * endpoint, with one job for its first attempt, outside the ingest transaction. Before, `webhook_enqueue` wrote one message row per subscribed endpoint in the
  * ingest transaction (10 endpoints: 10 rows per batch).
  *
  * - `webhook_messages` (new): the cause — id (the Standard Webhooks `webhook-id`, the same for every
@@ -57,12 +57,15 @@ export class Migration20261125070000_webhook_fanout extends Migration {
 
       -- Jobs queued before this migration name a message without an endpoint: the worker finds its one delivery.
 
+      -- Messages not fanned out yet: what a fan-out job looks for (small: rows leave it once fanned out).
+      create index webhook_messages_fanout_idx on webhook_messages (created_at) where not fanned_out;
+
       -- One message for the cause when an enabled endpoint of the owner wants it (an EXISTS on
-      -- webhook_endpoints_owner_idx), and one job to fan it out; returns the number of messages stored (0 or 1).
+      -- webhook_endpoints_owner_idx), and ONE fan-out job per transaction (a transaction-local
+      -- setting remembers it was queued: a pg-boss job insert, into a partitioned table, costs more
+      -- than the message). Returns the number of messages stored (0 or 1).
       create or replace function webhook_enqueue(p_owner uuid, p_conversation uuid, p_type text, p_data jsonb)
       returns integer language plpgsql as $$
-      declare
-        message_id text;
       begin
         if not exists (
           select 1 from webhook_endpoints e
@@ -72,12 +75,14 @@ export class Migration20261125070000_webhook_fanout extends Migration {
         ) then
           return 0;
         end if;
-        message_id := 'msg_' || replace(gen_random_uuid()::text, '-', '');
         insert into webhook_messages (id, owner_id, conversation_id, type, data)
-        values (message_id, p_owner, p_conversation, p_type, p_data);
-        insert into pgboss.job (name, data, retry_limit, retry_delay, expire_seconds, policy)
-        select q.name, jsonb_build_object('fanout', message_id), q.retry_limit, q.retry_delay, q.expire_seconds, q.policy
-        from pgboss.queue q where q.name = 'webhook-delivery';
+        values ('msg_' || replace(gen_random_uuid()::text, '-', ''), p_owner, p_conversation, p_type, p_data);
+        if current_setting('webhook.fanout_queued', true) is distinct from 'on' then
+          insert into pgboss.job (name, data, retry_limit, retry_delay, expire_seconds, policy)
+          select q.name, '{"fanout": "pending"}'::jsonb, q.retry_limit, q.retry_delay, q.expire_seconds, q.policy
+          from pgboss.queue q where q.name = 'webhook-delivery';
+          perform set_config('webhook.fanout_queued', 'on', true);
+        end if;
         return 1;
       end
       $$;
