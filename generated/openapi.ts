@@ -94,6 +94,17 @@ export interface paths {
          *       `listConversations` filters on (a rename by the owner can hold against `title`: see
          *       `renameConversation`). A post whose `updated_at` is older than that of the info already
          *       stored is acknowledged and ignored, so a late retry cannot undo a newer state.
+         *     - **Spend.** Each LLM usage's `stats.usage_to_metrics.<usage_id>.accumulated_cost` (US
+         *       dollars, cumulative, read from the JSON text as sent and rounded to the micro-dollar) is
+         *       charged to the conversation's owner by its increase since the info that last moved it, in
+         *       the same transaction as the info (see `getSpend` and `getCredits`). A repeated, late
+         *       (older `updated_at`) or concurrent post, on any server instance, charges an increase only
+         *       once; a decrease in a newer post (a runtime that restarted its counters) charges nothing,
+         *       is logged, and the usage counts again from the new value. `metrics.accumulated_cost` (the
+         *       sum of the usages) is shown but not charged.
+         *     - **Bad costs.** An `accumulated_cost` (in `metrics` or in any usage) or a `costs[].cost` that
+         *       is negative, not a number or over 1,000,000 USD → 422 naming the field; nothing of the
+         *       info is stored. (`NaN` and `Infinity`, which are not JSON, are a 422 `json_invalid`.)
          *     - **Closed where used, open elsewhere.** The fields this service reads (`id`, `title`,
          *       `execution_status`, `created_at`, `updated_at`, `metrics`, `stats`,
          *       `parent_conversation_id`, `forked_from_conversation_id`, `tags`) are checked (422);
@@ -895,12 +906,56 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The caller's credit balance and recent checkout sessions
-         * @description The balance is the sum of the caller's completed checkout sessions, in whole US dollars;
-         *     each completed session is counted once. Sessions are listed newest first; a pending
-         *     session past its expiry is shown (and from then on stored) as `expired`.
+         * The caller's credit balance, spend and recent checkout sessions
+         * @description `purchased` is the sum of the caller's completed checkout sessions (each counted once);
+         *     `spent` is what the caller's agents have spent, as charged by the spend ledger from the
+         *     agent-server's conversation infos (`receiveConversationInfo`; the rows are `getSpend`'s,
+         *     which adds up to the same amount to the micro-dollar); `balance` = purchased − spent. The
+         *     balance may go below zero (`overdrawn`): agents are not stopped here, their runtime enforces
+         *     budgets. Sessions are listed newest first; a pending session past its expiry is shown (and
+         *     from then on stored) as `expired`.
+         *
+         *     **Money** is given twice: `…_micro_usd`, an integer number of micro-dollars (millionths of a
+         *     dollar), the exact amount, for arithmetic: integers up to 2^53 are exact in every JSON
+         *     parser; and `…_usd`, the same amount in dollars as a JSON number written with at most 6
+         *     decimals, for display. Not decimal strings: `balance_usd` has always been a JSON number, and
+         *     its readers keep working (it is no longer a whole number and may be negative). Under a
+         *     billion dollars, a `…_usd` value read as a double and printed to 6 decimals is the exact
+         *     amount; sum the `…_micro_usd` integers, not the doubles.
          */
         get: operations["getCredits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/billing/spend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the caller's agents spent, grouped by conversation, model or day
+         * @description The caller's spend ledger: every charge is the increase of one LLM usage's cumulative cost
+         *     reported by the agent-server (`receiveConversationInfo`), charged once, at the time it was
+         *     received (`charged_at`). Charges in `[since, until)` are summed per group:
+         *
+         *     - `conversation`: per conversation (`conversation_id`, `title`), most recently charged first;
+         *     - `model`: per model name (`model_name`, as the agent-server names it), largest amount first;
+         *     - `day`: per UTC day (`day`, `YYYY-MM-DD`), newest first.
+         *
+         *     Fields of the other groupings are null. `total_…` and `entry_count` cover every charge in
+         *     the range, not only the page; over the whole range (no `since`/`until`), `total_micro_usd`
+         *     equals `spent_micro_usd` of `getCredits`. Pages: `offset`/`limit` over the groups;
+         *     `next_offset` is null on the last page. Money is given as in `getCredits` (`…_micro_usd`
+         *     exact integers, `…_usd` the same in dollars). `since` not before `until` → 422.
+         */
+        get: operations["getSpend"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1410,6 +1465,18 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description A conversation's UUID as the server accepts it: dashed (`0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f`)
+         *     or as 32 hex digits without dashes (`0b8f6c2e4d1a4c539a576f0a5b1d2e3f`, which the OpenHands
+         *     agent-server sends: `conversation_id.hex`), in either letter case; each of the four dashes
+         *     may be left out. Every form names the same conversation, and responses always give the
+         *     dashed lower-case form. Described by a pattern rather than `format: uuid`, which allows the
+         *     dashed form only, so that a validating gateway accepts what the agent-server really sends;
+         *     `x-format: uuid` only names the 422 (`uuid_parsing`) a value that does not match gets.
+         * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+         * @example 0b8f6c2e4d1a4c539a576f0a5b1d2e3f
+         */
+        ConversationId: string;
         /** @description Acknowledgement of a webhook delivery. */
         Success: {
             /**
@@ -2292,7 +2359,10 @@ export interface components {
         MetricsSnapshot: {
             /** @description Model name. */
             model_name?: string;
-            /** @description Accumulated cost in US dollars. */
+            /**
+             * @description Accumulated cost in US dollars. Negative, not a number, or over 1,000,000 → 422 naming
+             *     the field (and nothing of the info is stored).
+             */
             accumulated_cost?: number;
             /** @description Budget limit per task, if any. */
             max_budget_per_task?: number | null;
@@ -2306,7 +2376,10 @@ export interface components {
         Metrics: {
             /** @description Model name. */
             model_name?: string;
-            /** @description Accumulated cost in US dollars. */
+            /**
+             * @description Accumulated cost in US dollars. Negative, not a number, or over 1,000,000 → 422 naming
+             *     the field (and nothing of the info is stored).
+             */
             accumulated_cost?: number;
             /** @description Budget limit per task, if any. */
             max_budget_per_task?: number | null;
@@ -2316,7 +2389,7 @@ export interface components {
             costs?: {
                 /** @description Model name. */
                 model: string;
-                /** @description Cost in US dollars. */
+                /** @description Cost in US dollars (negative or over 1,000,000 → 422). */
                 cost: number;
                 /** @description Unix time of the call. */
                 timestamp?: number;
@@ -2348,11 +2421,7 @@ export interface components {
          *     `receiveConversationInfo`).
          */
         ConversationInfo: {
-            /**
-             * Format: uuid
-             * @description Conversation id (dashed or 32 hex digits).
-             */
-            id: string;
+            id: components["schemas"]["ConversationId"];
             /** @description Title of the conversation, once the agent-server has one. */
             title?: string | null;
             execution_status?: components["schemas"]["ExecutionStatus"];
@@ -2463,6 +2532,16 @@ export interface components {
             tags: {
                 [key: string]: string;
             };
+            /**
+             * @description What the conversation's LLM usage has been charged to its owner (the spend ledger, see
+             *     `getSpend`), in US dollars with at most 6 decimals; `accumulated_cost_micro_usd` is the
+             *     same amount as an exact integer. 0 until the agent-server reports a cost. It can differ
+             *     from `metrics.accumulated_cost` (the runtime's own figure): a counter reset is not charged
+             *     twice, and each usage's cost is rounded to the micro-dollar.
+             */
+            accumulated_cost_usd: number;
+            /** @description `accumulated_cost_usd` in micro-dollars (millionths of a US dollar): exact. */
+            accumulated_cost_micro_usd: number;
         };
         /** @description One page of conversations. */
         ConversationPage: {
@@ -2699,12 +2778,101 @@ export interface components {
              */
             completed_at: string | null;
         };
-        /** @description The caller's credit balance and recent checkout sessions. */
+        /**
+         * @description The caller's credits: bought, spent, the balance, and recent checkout sessions. Each amount
+         *     is given in dollars (`…_usd`, a JSON number with at most 6 decimals) and exactly in
+         *     micro-dollars (`…_micro_usd`, an integer); see `getCredits`.
+         */
         Credits: {
-            /** @description Sum of the caller's completed checkout sessions, in whole US dollars. */
+            /** @description Sum of the caller's completed checkout sessions, in US dollars (whole dollars). */
+            purchased_usd: number;
+            /** @description `purchased_usd` in micro-dollars. */
+            purchased_micro_usd: number;
+            /** @description What the caller's agents have spent (the spend ledger, `getSpend`), in US dollars. */
+            spent_usd: number;
+            /** @description `spent_usd` in micro-dollars. */
+            spent_micro_usd: number;
+            /**
+             * @description `purchased_usd − spent_usd`, in US dollars; negative when overdrawn. (Before the spend
+             *     ledger it was the purchased amount, a whole number.)
+             */
             balance_usd: number;
+            /** @description `balance_usd` in micro-dollars: `purchased_micro_usd − spent_micro_usd`. */
+            balance_micro_usd: number;
+            /** @description True when the balance is below zero. */
+            overdrawn: boolean;
             /** @description The caller's most recent checkout sessions, newest first. */
             sessions: components["schemas"]["CheckoutSessionSummary"][];
+        };
+        /**
+         * @description The charges of one group of a `SpendReport`: a conversation, a model or a day. The fields
+         *     of the other groupings are null.
+         */
+        SpendRow: {
+            /**
+             * Format: uuid
+             * @description The conversation (`group_by=conversation`).
+             */
+            conversation_id: string | null;
+            /** @description The conversation's title from its latest info (`group_by=conversation`); null until it has one. */
+            title: string | null;
+            /** @description The model, as the agent-server names it (`group_by=model`). */
+            model_name: string | null;
+            /**
+             * Format: date
+             * @description The UTC day (`group_by=day`).
+             */
+            day: string | null;
+            /** @description Sum of the group's charges in the range, in US dollars. */
+            amount_usd: number;
+            /** @description `amount_usd` in micro-dollars. */
+            amount_micro_usd: number;
+            /** @description Number of charges summed. */
+            entry_count: number;
+            /**
+             * Format: date-time
+             * @description When the group's first charge in the range was made.
+             */
+            first_charged_at: string;
+            /**
+             * Format: date-time
+             * @description When the group's last charge in the range was made.
+             */
+            last_charged_at: string;
+        };
+        /** @description One page of the caller's spend, grouped, with the totals of the whole range. */
+        SpendReport: {
+            /**
+             * @description The grouping used.
+             * @enum {string}
+             */
+            group_by: "conversation" | "model" | "day";
+            /**
+             * Format: date-time
+             * @description Start of the range (inclusive), in UTC; null when open.
+             */
+            since: string | null;
+            /**
+             * Format: date-time
+             * @description End of the range (exclusive), in UTC; null when open.
+             */
+            until: string | null;
+            /** @description Sum of every charge in the range (all pages), in US dollars. */
+            total_usd: number;
+            /** @description `total_usd` in micro-dollars. */
+            total_micro_usd: number;
+            /** @description Number of charges in the range. */
+            entry_count: number;
+            /** @description Number of groups in the range (all pages). */
+            group_count: number;
+            /** @description The page's groups, in the order of the grouping (see `getSpend`). */
+            items: components["schemas"]["SpendRow"][];
+            /** @description The page size used. */
+            limit: number;
+            /** @description The offset used. */
+            offset: number;
+            /** @description The `offset` of the next page; null on the last page. */
+            next_offset: number | null;
         };
         /** @description A user holding every permission. */
         SuperAdmin: {
@@ -2724,10 +2892,11 @@ export interface components {
         /**
          * @description A message type. `conversation.created`; `conversation.events` (the events of one committed
          *     webhook batch); `conversation.status_changed`; `conversation.finished` (execution status
-         *     became `finished`, `error` or `stuck`); `checkout.completed`; `webhook.test`.
+         *     became `finished`, `error` or `stuck`); `checkout.completed`; `billing.balance_depleted`
+         *     (what the agents spent took the balance below zero, see `getCredits`); `webhook.test`.
          * @enum {string}
          */
-        WebhookEventType: "conversation.created" | "conversation.events" | "conversation.status_changed" | "conversation.finished" | "checkout.completed" | "webhook.test";
+        WebhookEventType: "conversation.created" | "conversation.events" | "conversation.status_changed" | "conversation.finished" | "checkout.completed" | "billing.balance_depleted" | "webhook.test";
         /** @description A new webhook endpoint. */
         WebhookEndpointCreate: {
             /** @description Absolute `https://` URL (http only when the server allows it). */
@@ -3237,7 +3406,7 @@ export interface components {
          * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
          * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
          */
-        ConversationIdPath: string;
+        ConversationIdPath: components["schemas"]["ConversationId"];
         /** @description Only events with a sequence number greater than this (0 = from the start). */
         AfterSeq: number;
         /** @description Only events with a sequence number less than this; must be greater than `after_seq` (else 422). */
@@ -3321,9 +3490,9 @@ export interface operations {
                  *     (`0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f`) and the 32-hex form without dashes
                  *     (`0b8f6c2e4d1a4c539a576f0a5b1d2e3f`) are accepted, because the OpenHands agent-server
                  *     sends `conversation_id.hex`; both name the same conversation.
-                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 * @example 0b8f6c2e4d1a4c539a576f0a5b1d2e3f
                  */
-                conversation_id: string;
+                conversation_id: components["schemas"]["ConversationId"];
             };
             cookie?: never;
         };
@@ -3402,7 +3571,14 @@ export interface operations {
                  *         }
                  *       },
                  *       "stats": {
-                 *         "usage_to_metrics": {}
+                 *         "usage_to_metrics": {
+                 *           "agent": {
+                 *             "model_name": "anthropic/claude-sonnet-4-5",
+                 *             "accumulated_cost": 0.0123,
+                 *             "max_budget_per_task": null,
+                 *             "accumulated_token_usage": null
+                 *           }
+                 *         }
                  *       },
                  *       "agent": {
                  *         "kind": "Agent",
@@ -3519,6 +3695,8 @@ export interface operations {
                      *           "updated_at": "2025-01-15T10:30:03.100Z",
                      *           "last_event_at": "2025-01-15T10:30:03.100Z",
                      *           "metrics": null,
+                     *           "accumulated_cost_usd": 0,
+                     *           "accumulated_cost_micro_usd": 0,
                      *           "parent_conversation_id": null,
                      *           "sub_conversation_ids": [],
                      *           "forked_from_conversation_id": null,
@@ -3666,7 +3844,9 @@ export interface operations {
                      *       "parent_conversation_id": null,
                      *       "sub_conversation_ids": [],
                      *       "forked_from_conversation_id": null,
-                     *       "tags": {}
+                     *       "tags": {},
+                     *       "accumulated_cost_usd": 0.0123,
+                     *       "accumulated_cost_micro_usd": 12300
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
@@ -3721,7 +3901,9 @@ export interface operations {
                      *       "parent_conversation_id": null,
                      *       "sub_conversation_ids": [],
                      *       "forked_from_conversation_id": null,
-                     *       "tags": {}
+                     *       "tags": {},
+                     *       "accumulated_cost_usd": 0,
+                     *       "accumulated_cost_micro_usd": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
@@ -4153,6 +4335,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             503: components["responses"]["IssueTrackerUnavailable"];
         };
@@ -4204,6 +4388,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
         };
     };
@@ -4355,6 +4541,24 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            /**
+             * @description The workspace's webhook secret is stored under an encryption key this server instance
+             *     does not hold (another instance re-sealed it with a newer key during a rotation): give
+             *     every instance the same `SECRETS_ENCRYPTION_KEYS`. The tracker retries the delivery.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The workspace's secret is encrypted with key \"k2\", which this server's SECRETS_ENCRYPTION_KEYS does not hold; retry later."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getWorkspaceLink: {
@@ -4409,6 +4613,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     unlinkWorkspace: {
@@ -4442,6 +4647,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     listVerifiedModels: {
@@ -4535,6 +4741,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
         };
     };
@@ -4612,6 +4820,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
         };
     };
@@ -4653,6 +4863,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -5110,6 +5321,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             /** @description The payment provider is unavailable; retry later. */
             503: {
@@ -5147,7 +5360,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "balance_usd": 25,
+                     *       "purchased_usd": 25,
+                     *       "purchased_micro_usd": 25000000,
+                     *       "spent_usd": 0.0123,
+                     *       "spent_micro_usd": 12300,
+                     *       "balance_usd": 24.9877,
+                     *       "balance_micro_usd": 24987700,
+                     *       "overdrawn": false,
                      *       "sessions": [
                      *         {
                      *           "id": "0b5c4d52-2f4e-4a57-9c1e-7d1f7e7b6a10",
@@ -5166,6 +5385,85 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSpend: {
+        parameters: {
+            query?: {
+                /** @description How to group the charges. */
+                group_by?: "conversation" | "model" | "day";
+                /**
+                 * @description Only charges at or after this instant (ISO 8601 with an offset).
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                since?: string;
+                /**
+                 * @description Only charges before this instant (ISO 8601 with an offset); later than `since`.
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                until?: string;
+                /** @description Maximum number of groups in the page. */
+                limit?: number;
+                /** @description Number of groups to skip. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the caller's spend, grouped, with the totals of the range. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "group_by": "model",
+                     *       "since": "2026-11-01T00:00:00.000Z",
+                     *       "until": null,
+                     *       "total_usd": 0.0523,
+                     *       "total_micro_usd": 52300,
+                     *       "entry_count": 3,
+                     *       "group_count": 2,
+                     *       "items": [
+                     *         {
+                     *           "conversation_id": null,
+                     *           "title": null,
+                     *           "model_name": "anthropic/claude-sonnet-4-5",
+                     *           "day": null,
+                     *           "amount_usd": 0.05,
+                     *           "amount_micro_usd": 50000,
+                     *           "entry_count": 2,
+                     *           "first_charged_at": "2026-11-23T18:05:00.120Z",
+                     *           "last_charged_at": "2026-11-23T18:09:00.310Z"
+                     *         },
+                     *         {
+                     *           "conversation_id": null,
+                     *           "title": null,
+                     *           "model_name": "openai/gpt-4o-mini",
+                     *           "day": null,
+                     *           "amount_usd": 0.0023,
+                     *           "amount_micro_usd": 2300,
+                     *           "entry_count": 1,
+                     *           "first_charged_at": "2026-11-23T18:09:00.310Z",
+                     *           "last_charged_at": "2026-11-23T18:09:00.310Z"
+                     *         }
+                     *       ],
+                     *       "limit": 50,
+                     *       "offset": 0,
+                     *       "next_offset": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SpendReport"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     handleStripeWebhook: {
@@ -5285,7 +5583,7 @@ export interface operations {
             303: {
                 headers: {
                     /** @description The checkout page. */
-                    Location?: string;
+                    Location: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5322,7 +5620,7 @@ export interface operations {
             303: {
                 headers: {
                     /** @description The checkout page. */
-                    Location?: string;
+                    Location: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6013,6 +6311,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getReadiness: {
@@ -6038,6 +6337,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             /** @description Not ready (the database is unavailable). */
             503: {
                 headers: {
@@ -6091,6 +6391,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getApiReference: {
@@ -6111,6 +6412,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getApiReferenceScript: {
@@ -6131,6 +6433,7 @@ export interface operations {
                     "text/javascript": string;
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
     getOpenApiDocument: {
@@ -6151,6 +6454,7 @@ export interface operations {
                     "application/yaml": string;
                 };
             };
+            422: components["responses"]["ValidationFailed"];
         };
     };
 }

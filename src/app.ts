@@ -8,6 +8,7 @@ import { isDatabaseUnavailable } from './db/errors.ts';
 import { createOpenApiBackend } from './api/openapi.ts';
 import { HttpError } from './api/http-errors.ts';
 import { readJsonBody } from './api/json-body.ts';
+import { checkResponsesOf } from './api/response-contract.ts';
 import { RequestValidationError, toValidationErrors } from './api/validation-errors.ts';
 import { checkPathEncoding, withStorableStrings } from './api/storable-strings.ts';
 import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type RequestState } from './api/context.ts';
@@ -36,6 +37,8 @@ import { ConversationInfoService } from './conversations/conversation-info-servi
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
 import { createWorkspaceService } from './workspaces/setup.ts';
 import { createBillingService } from './billing/billing-service.ts';
+import { SpendService } from './spend/spend-service.ts';
+import type { ChargeOutcome } from './spend/spend-ledger.ts';
 import { outboundWebhookHandlers } from './api/handlers/outbound-webhooks.ts';
 import { WebhookEndpointService } from './outbound/webhook-endpoint-service.ts';
 import { DeliveryWorker, registerDeliveryWorker } from './outbound/delivery-worker.ts';
@@ -90,12 +93,21 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const authenticator = new Authenticator(orm.em, config.credentialCacheTtlMs);
   const identity = new IdentityService(orm.em);
   const conversations = new ConversationService(orm.em, logger, config.ingestGroup);
-  const conversationInfos = new ConversationInfoService(orm.em, logger);
+  // tarn's pool under MikroORM's knex, read at each scrape.
+  const metrics = new Metrics(() => orm.em.getConnection().getKnex().client.pool as PoolStats | undefined);
+  const observeSpend = (outcome: ChargeOutcome) => {
+    metrics.recordSpend(outcome.chargedMicroUsd, outcome.depleted !== undefined);
+    if (outcome.depleted) {
+      const { userId, conversationId, balanceMicroUsd } = outcome.depleted;
+      // The `billing.balance_depleted` outbound message was stored with the charge (chargeConversationSpend).
+      logger.warn({ userId, conversationId, balanceMicroUsd: balanceMicroUsd.toString() }, 'balance depleted: spend took it below zero');
+    }
+  };
+  const conversationInfos = new ConversationInfoService(orm.em, logger, observeSpend);
+  const spend = new SpendService(orm.em);
   const verifiedModels = new VerifiedModelService(orm.em);
   const workspaces = createWorkspaceService(config, orm.em, logger);
   const billing = createBillingService(orm.em, config.billing, logger);
-  // tarn's pool under MikroORM's knex, read at each scrape.
-  const metrics = new Metrics(() => orm.em.getConnection().getKnex().client.pool as PoolStats | undefined);
   const checkMetricsToken = metricsTokenChecker(config.metricsToken);
   const liveStreams = new LiveStreams(orm.config.get('clientUrl')!, conversations, {
     bufferBytes: config.liveStreamBufferBytes,
@@ -130,7 +142,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...userHandlers(identity),
     ...auditHandlers(new AuditLogService(orm.em)),
     ...workspaceHandlers(workspaces),
-    ...billingHandlers(billing),
+    ...billingHandlers(billing, spend),
     ...operationsHandlers(metrics),
     ...liveHandlers(conversations, liveStreams, streamTickets),
     ...outboundWebhookHandlers(webhookEndpoints),
@@ -153,6 +165,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
       if (!c.operation.requestBody) return;
       const body = await readJsonBody(ctx, config.bodyLimitBytes);
       ctx.state.rawBody = body?.raw;
+      ctx.state.bodyText = body?.text;
       // Both copies: openapi-backend validates `request`, handlers read `c.request`.
       request.body = body?.value;
       c.request.requestBody = request.body;
@@ -164,6 +177,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
         c.request.requestBody = undefined;
         if (c.validation?.coerced) c.validation.coerced.body = undefined;
         ctx.state.rawBody = undefined;
+        ctx.state.bodyText = undefined;
       };
     },
     notFound(_c: OperationContext, ctx: KoaContext) {
@@ -215,6 +229,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
+  if (config.responseValidation === 'log') checkResponsesOf(app);
   registerLiveStreams(app, liveStreams);
   registerDeliveryWorker(app, deliveryWorker);
 

@@ -34,6 +34,11 @@ export interface Config {
   readonly database: DatabaseConfig;
   readonly dataDir: string;
   readonly logLevel: string;
+  /**
+   * `RESPONSE_VALIDATION=log`: every response is checked against the spec and each one it does not
+   * describe is reported on stderr (`src/api/response-contract.ts`); for tests and staging, off by default.
+   */
+  readonly responseValidation: 'off' | 'log';
   /** Largest accepted request body, in bytes; larger bodies get 413. */
   readonly bodyLimitBytes: number;
   /** Upper bound on the 422 error list, so a huge bad batch cannot produce a huge response. */
@@ -160,6 +165,12 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return value;
 }
 
+function responseValidationOf(value: string | undefined): 'off' | 'log' {
+  if (!value || value === 'off') return 'off';
+  if (value === 'log') return 'log';
+  throw new ConfigError(`RESPONSE_VALIDATION must be off or log, got "${value}"`);
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
@@ -198,6 +209,7 @@ export function loadConfig(env: Env = process.env): Config {
     database,
     dataDir,
     logLevel,
+    responseValidation: responseValidationOf(env.RESPONSE_VALIDATION),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxValidationErrors: integer(env, 'MAX_VALIDATION_ERRORS', 100, 1, 10_000),
     credentialCacheTtlMs,

@@ -2,11 +2,12 @@
  * JSON that reads back exactly as it was sent.
  *
  * Agent output is arbitrary: strings may hold `\u0000` or lone surrogates (`\ud800`), and numbers may
- * be larger or more precise than a double. `JSON.parse` keeps the strings (and `JSON.stringify`
+ * be larger or more precise than a double, or written in a form `JSON.stringify` does not write
+ * (`120.0`, `1e2`, `-0`). `JSON.parse` keeps the strings (and `JSON.stringify`
  * writes them back as the same escapes) but rounds such numbers. So:
  *
  * - `parseJson` scans the text once, outside strings, for the nesting depth and for number literals
- *   that a double cannot hold exactly. The common case has none and is plain `JSON.parse`. Otherwise a
+ *   that would not be written back as they are. The common case has none and is plain `JSON.parse`. Otherwise a
  *   small parser builds the same values and remembers each inexact literal beside the value it
  *   rounded.
  * - `stringifyJson` writes a value parsed here with those literals back in place, and is plain
@@ -18,7 +19,10 @@
 
 export const MAX_JSON_DEPTH = 1000;
 
-/** The text is not JSON we accept; `position` is the character offset where that was found. */
+/**
+ * The text is not JSON we accept; `position` is the character offset where that was found. The
+ * message never quotes the text (it may hold a secret).
+ */
 export class JsonSyntaxError extends Error {
   override name = 'JsonSyntaxError';
   constructor(
@@ -56,30 +60,14 @@ function isNumberChar(code: number): boolean {
   return (code >= Char.Zero && code <= Char.Nine) || code === 0x2e || code === 0x65 || code === 0x45 || code === 0x2b || code === Char.Minus;
 }
 
-/** `[sign, significant digits, exponent of the last digit]` of a decimal literal, for exact comparison. */
-function decimalOf(literal: string): [string, string, number] {
-  const match = /^(-?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(literal);
-  if (!match) return ['', literal, 0];
-  const [, sign = '', whole = '', fraction = '', exponent = '0'] = match;
-  let digits = whole + fraction;
-  let scale = Number(exponent) - fraction.length;
-  digits = digits.replace(/^0+/, '');
-  const trailing = digits.length - digits.replace(/0+$/, '').length;
-  digits = digits.slice(0, digits.length - trailing);
-  scale += trailing;
-  return digits === '' ? ['', '', 0] : [sign, digits, scale];
-}
-
 /**
- * True when the double nearest to `literal` is exactly the number it writes. Literals with at most
- * 15 significant digits and no exponent always are; only longer ones need the exact comparison.
+ * True when `JSON.stringify` of the number `literal` parses to writes `literal` itself, so nothing
+ * needs remembering: an integer of at most 15 digits always does; `120.0`, `1.50`, `1e2`, `-0` and
+ * anything a double rounds do not (they would read back as `120`, `1.5`, `100`, `0`, or another number).
  */
-function isExactDouble(literal: string): boolean {
-  if (literal.length < 16 && !/[eE]/.test(literal)) return true;
-  const value = Number(literal);
-  if (!Number.isFinite(value)) return false;
-  const [a, b] = [decimalOf(literal), decimalOf(String(value))];
-  return a[0] === b[0] && a[1] === b[1] && a[2] === b[2];
+function isWrittenBack(literal: string): boolean {
+  if (literal.length < 16 && !/[.eE]/.test(literal) && literal !== '-0') return true;
+  return String(Number(literal)) === literal;
 }
 
 /**
@@ -115,13 +103,15 @@ function scan(text: string): { inexactNumbers: boolean } {
     } else if (code === Char.Minus || (code >= Char.Zero && code <= Char.Nine)) {
       const start = i;
       let exponent = false;
+      let fraction = false;
       while (i + 1 < length && isNumberChar(text.charCodeAt(i + 1))) {
         i++;
         const c = text.charCodeAt(i);
         if (c === 0x65 || c === 0x45) exponent = true;
+        else if (c === 0x2e) fraction = true;
       }
-      // Short literals without an exponent are exact (see isExactDouble), without slicing them out.
-      if (!inexactNumbers && (exponent || i + 1 - start >= 16) && !isExactDouble(text.slice(start, i + 1))) inexactNumbers = true;
+      // Short integer literals are written back as they are (see isWrittenBack), without slicing them out.
+      if (!inexactNumbers && (fraction || exponent || i + 1 - start >= 16 || (code === Char.Minus && text.charCodeAt(start + 1) === Char.Zero)) && !isWrittenBack(text.slice(start, i + 1))) inexactNumbers = true;
     }
   }
   return { inexactNumbers };
@@ -130,14 +120,15 @@ function scan(text: string): { inexactNumbers: boolean } {
 /** Parses JSON text; see the module comment. Throws `JsonSyntaxError` for text we do not accept. */
 export function parseJson(text: string): unknown {
   const { inexactNumbers } = scan(text);
+  if (inexactNumbers) return new ExactParser(text).parseDocument();
   try {
-    if (!inexactNumbers) return JSON.parse(text);
-  } catch (error) {
-    const message = (error as Error).message;
-    const position = /position (\d+)/.exec(message);
-    throw new JsonSyntaxError(message, position ? Number(position[1]) : undefined);
+    return JSON.parse(text);
+  } catch {
+    // V8's message quotes the text around the error, which may hold a secret: the exact parser
+    // finds the same error and names only its position.
   }
-  return new ExactParser(text).parseDocument();
+  new ExactParser(text).parseDocument();
+  throw new JsonSyntaxError('Invalid JSON', undefined);
 }
 
 /** A recursive-descent JSON parser that remembers inexact number literals; depth is bounded by `scan`. */
@@ -207,7 +198,7 @@ class ExactParser {
     if (!found) this.fail('Bad number in JSON');
     this.i += found[0].length;
     const literal = found[0];
-    return isExactDouble(literal) ? { value: Number(literal) } : { value: Number(literal), literal };
+    return isWrittenBack(literal) ? { value: Number(literal) } : { value: Number(literal), literal };
   }
 
   private expect(code: number, what: string): void {
@@ -300,4 +291,16 @@ export function stringifyJson(value: unknown): string {
     parts.push(`${JSON.stringify(key)}:${member(key, item)}`);
   }
   return `{${parts.join(',')}}`;
+}
+
+/**
+ * The decimal text of the number `container[key]` as it was sent: the literal `parseJson` remembered
+ * when a double rounds it, else the number's shortest form, which for such a literal is its value.
+ * Undefined when the member is not a number.
+ */
+export function numberTextOf(container: object, key: string): string | undefined {
+  const value = (container as Record<string, unknown>)[key];
+  if (typeof value !== 'number') return undefined;
+  const literal = exactLiterals.get(container as Container)?.get(key);
+  return literal !== undefined && value === Number(literal) ? literal : String(value);
 }

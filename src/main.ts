@@ -6,6 +6,7 @@ import { createApp } from './app.ts';
 import { liveStreamsOf } from './live/live-streams.ts';
 import { listen } from './http-server.ts';
 import { deliveryWorkerOf } from './outbound/delivery-worker.ts';
+import { missingSecretKeysProblem } from './workspaces/setup.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { firstSuperAdminCommand, listeningUrl } from './startup-log.ts';
 
@@ -40,6 +41,8 @@ async function main(): Promise<void> {
   let server: Server;
   let app: Awaited<ReturnType<typeof createApp>>;
   try {
+    const keyProblem = await missingSecretKeysProblem(config, database.orm.em, logger);
+    if (keyProblem) throw new Error(keyProblem);
     app = await createApp({ config, logger, orm: database.orm, database });
     if (config.outboundWebhooks.worker) await deliveryWorkerOf(app)!.start();
     server = await listen(app, config);

@@ -4,6 +4,9 @@
  */
 export const UUID_PATTERN = /^(?:[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12})$/i;
 
+/** The dashed form only: what `format: uuid` means in the spec. */
+export const DASHED_UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** Canonical (lower-case, dashed) form of a UUID matching `UUID_PATTERN`. */
 export function canonicalUuid(value: string): string {
   const hex = value.replace(/-/g, '').toLowerCase();

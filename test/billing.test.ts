@@ -118,7 +118,16 @@ describe('billing: E4 and the local checkout', () => {
 
     it('starts at zero and lists only the caller’s sessions, newest first', async () => {
       const other = await createUserFixture();
-      expect(await credits()).to.deep.equal({ balance_usd: 0, sessions: [] });
+      expect(await credits()).to.deep.equal({
+        purchased_usd: 0,
+        purchased_micro_usd: 0,
+        spent_usd: 0,
+        spent_micro_usd: 0,
+        balance_usd: 0,
+        balance_micro_usd: 0,
+        overdrawn: false,
+        sessions: [],
+      });
       const first = await startCheckout(5);
       const second = await startCheckout(7);
       await startCheckout(9, other.accessToken);

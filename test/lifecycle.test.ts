@@ -203,6 +203,28 @@ describe('server process', function () {
     expect(isAlive(newPid!)).to.equal(false);
   });
 
+  it('exits non-zero with one line naming the key when stored secrets use a key SECRETS_ENCRYPTION_KEYS lacks', async () => {
+    const keyOf = (id: string) => `${id}:${randomBytes(32).toString('base64')}`;
+    const k1 = keyOf('k1');
+    const server = await startServerProcess(environment({ SECRETS_ENCRYPTION_KEYS: k1 }), { readyWithinMs: READY_WITHIN_MS });
+    const user = await createUser();
+    const registered = await fetch(`${server.baseUrl}/integration/issuetracker/workspaces`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Access-Token': user.accessToken },
+      body: JSON.stringify({ workspace_name: 'acme', webhook_secret: 'whsec_acme', svc_acc_email: 'bot@acme.example', svc_acc_api_key: 'key_acme', is_active: true }),
+    });
+    expect(registered.status).to.equal(201);
+    expect((await stopWith(server, 'SIGTERM')).code, describeRun(server)).to.equal(0);
+
+    const run = spawnNode('src/main.ts', [], { ...environment({ SECRETS_ENCRYPTION_KEYS: keyOf('k2') }), PORT: String(await freePort()) });
+    const { code } = await run.exited;
+    expect(code, describeRun(run)).to.equal(1);
+    const lines = run.stderr.trimEnd().split('\n');
+    expect(lines, run.stderr).to.have.length(1);
+    expect(lines[0]).to.match(/^failed to start: stored workspace secrets are encrypted with key id\(s\) k1, which SECRETS_ENCRYPTION_KEYS does not hold/);
+    expect(run.stdout).not.to.include('server listening');
+  });
+
   for (const [name, value, message] of [
     ['PORT', 'abc', /PORT/],
     ['EMBEDDED_PG_PORT', '80', /EMBEDDED_PG_PORT/],

@@ -385,6 +385,35 @@ describe('outbound webhooks', function () {
       expect(body.data).to.deep.equal({ session_id: sessionId, amount_usd: 25 });
     });
 
+    it('sends billing.balance_depleted once, when spend takes the balance below zero', async () => {
+      const { id, secret } = await createEndpoint({ url: receiver.url, event_types: ['billing.balance_depleted'] });
+      await startWorker(app);
+      const created = await app.request.post('/api/billing/create-checkout-session').set(auth()).send({ amount: 1 }).expect(200);
+      const sessionId = new URL(created.body.redirect_url).pathname.split('/').pop()!;
+      await app.request.post(`/billing/checkout/${sessionId}/confirm`).type('form').send('').expect(303);
+      const conversationId = randomUUID();
+      const info = (seconds: number, cost: number) => ({
+        id: conversationId,
+        updated_at: new Date(Date.UTC(2026, 10, 23, 18, 0, seconds)).toISOString(),
+        stats: { usage_to_metrics: { agent: { model_name: 'anthropic/claude-sonnet-4-5', accumulated_cost: cost } } },
+      });
+      const post = (body: object) => app.request.post('/api/v1/webhooks/conversations').set('X-Session-API-Key', user.sessionApiKey).send(body);
+      await post(info(1, 0.5)).expect(201);
+      await post(info(2, 1.25)).expect(200);
+      await post(info(3, 2)).expect(200);
+      expect(await waitFor(() => receiver.requests.length === 1, 15_000)).to.equal(true);
+      const body = verify(secret, receiver.requests[0]!) as { type: string; data: Record<string, unknown> };
+      expect(body.type).to.equal('billing.balance_depleted');
+      expect(body.data).to.deep.equal({
+        conversation_id: conversationId,
+        balance_usd: -0.25,
+        balance_micro_usd: -250_000,
+        purchased_micro_usd: 1_000_000,
+        spent_micro_usd: 1_250_000,
+      });
+      expect((await messages(id)).map((m) => m.type)).to.deep.equal(['billing.balance_depleted']);
+    });
+
     it('does not store a message for a rolled-back batch', async () => {
       const { id } = await createEndpoint({ url: receiver.url });
       const other = await createUserFixture();

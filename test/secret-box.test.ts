@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { KeyringError, SecretBox, SecretDecryptionError, loadOrCreateKeyFile, parseKeyring, type SecretKey } from '../src/crypto/secret-box.ts';
+import { KeyringError, SecretBox, SecretDecryptionError, SecretKeyMissingError, loadOrCreateKeyFile, parseKeyring, type SecretKey } from '../src/crypto/secret-box.ts';
 import { PURPOSE } from '../src/workspaces/workspace-service.ts';
 import { createTestApp } from './helpers/app.ts';
 import { createUserFixture } from './helpers/fixtures.ts';
@@ -54,7 +54,7 @@ describe('SecretBox (AES-256-GCM secrets at rest)', () => {
   it('refuses a wrong key under the same id, and names a key it does not hold', () => {
     const sealed = new SecretBox([key('k1')]).encrypt('whsec_abc', 'p');
     expect(() => new SecretBox([key('k1')]).decrypt(sealed, 'p')).to.throw(SecretDecryptionError, /does not authenticate under key "k1"/);
-    expect(() => new SecretBox([key('k2')]).decrypt(sealed, 'p')).to.throw(SecretDecryptionError, /key "k1", which is not configured/);
+    expect(() => new SecretBox([key('k2')]).decrypt(sealed, 'p')).to.throw(SecretKeyMissingError, /key "k1", which this server's SECRETS_ENCRYPTION_KEYS does not hold/);
   });
 
   it('after rotation (new key first) still opens old ciphertexts and seals new ones with the new key', () => {
@@ -175,10 +175,11 @@ describe('rotating the encryption key of stored workspace secrets', function () 
     // The old key can now go: k2 alone opens everything.
     const onlyK2 = await createTestApp({ secretsEncryptionKeys: [k2] });
     await deliver(onlyK2, 'd2').expect(200);
-    // And a server holding only the old key cannot, with a clear error, not garbage.
+    // And a server holding only the old key cannot: a 503 naming the key it lacks, never a 500.
     const onlyK1 = await createTestApp({ secretsEncryptionKeys: [k1] });
-    const refused = await deliver(onlyK1, 'd3').expect(500);
-    expect(refused.body).to.deep.equal({ detail: 'Internal server error' });
-    expect(onlyK1.logs.join('')).to.include('SecretDecryptionError').and.to.include('which is not configured');
+    const refused = await deliver(onlyK1, 'd3').expect(503);
+    expect(refused.body).to.deep.equal({
+      detail: `The workspace's secret is encrypted with key "k2", which this server's SECRETS_ENCRYPTION_KEYS does not hold; retry later.`,
+    });
   });
 });

@@ -48,6 +48,13 @@ describe('POST /integration/issuetracker/events/{workspace_name}', () => {
     expect(await deliveries()).to.deep.equal([{ delivery_id: 'delivery-1', payload: BODY }]);
   });
 
+  it('reads a body starting with a UTF-8 byte order mark as every JSON operation does: signed as sent, stored as its JSON text', async () => {
+    const withBom = `\uFEFF${BODY}`;
+    const response = await deliver(withBom, { 'X-Hub-Signature': sign(withBom), 'X-Atlassian-Webhook-Identifier': 'delivery-bom' }).expect(200);
+    expect(response.body).to.deep.equal({ success: true, delivery_id: 'delivery-bom', duplicate: false });
+    expect(await deliveries()).to.deep.equal([{ delivery_id: 'delivery-bom', payload: BODY }]);
+  });
+
   it('accepts the signature in upper-case hex', async () => {
     await deliver(BODY, { 'X-Hub-Signature': `sha256=${sign(BODY).slice('sha256='.length).toUpperCase()}` }).expect(200);
   });

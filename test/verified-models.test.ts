@@ -194,7 +194,7 @@ describe('verified models (super admins only)', () => {
     it('returns 404 when the model does not exist', async () => {
       const response = await patch(4711, { is_enabled: false }).expect(404);
       expect(response.body).to.deep.equal({ detail: 'Verified model not found' });
-      await patch(2 ** 40, { is_enabled: false }).expect(404);
+      await patch(2 ** 31 - 1, { is_enabled: false }).expect(404);
     });
 
     it('returns 422 without is_enabled or with a non-integer id', async () => {

@@ -1,7 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { Options as AjvOptions } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { UUID_PATTERN } from '../uuid.ts';
+import { DASHED_UUID_PATTERN } from '../uuid.ts';
 
 const addFormats = addFormatsModule.default;
 
@@ -21,7 +21,9 @@ export function createAjv(options: AjvOptions = {}): Ajv2020 {
     discriminator: true,
   });
   addFormats(ajv);
-  ajv.addFormat('uuid', UUID_PATTERN);
+  // `format: uuid` means the dashed form only, as any validator reads it (ajv-formats would also take
+  // a `urn:uuid:` prefix); where the 32-hex form is accepted the spec says so with a pattern.
+  ajv.addFormat('uuid', DASHED_UUID_PATTERN);
   ajv.addKeyword({
     keyword: 'x-trim',
     type: 'string',

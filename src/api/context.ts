@@ -11,6 +11,8 @@ import { UnauthenticatedError } from '../errors.ts';
  */
 export interface RequestState {
   rawBody?: Buffer;
+  /** The same body as JSON text, as `readJsonBody` decoded it (no byte order mark). */
+  bodyText?: string;
   /** Lets go of the body wherever this request holds it (see `releaseRequestBody`). */
   releaseBody?: () => void;
   /** The spec's operationId, once the request matched one. */
@@ -65,6 +67,11 @@ export function releaseRequestBody(ctx: KoaContext): void {
 /** The request body exactly as received (for signature verification); empty when there was none. */
 export function rawBodyOf(ctx: KoaContext): Buffer {
   return ctx.state.rawBody ?? Buffer.alloc(0);
+}
+
+/** The request body as JSON text (decoded, without a byte order mark): what to store. */
+export function bodyTextOf(ctx: KoaContext): string {
+  return ctx.state.bodyText ?? '';
 }
 
 /** A response whose body is already JSON text (stored event payloads go out exactly as stored). */

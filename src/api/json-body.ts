@@ -13,14 +13,19 @@ function isJson(contentType: string | undefined): boolean {
 /** Decodes strictly: invalid UTF-8 is refused, not silently replaced by U+FFFD. */
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
-/** A request body as received (the exact bytes, for signature checks) and as parsed. */
+/**
+ * A request body as received (the exact bytes, for signature checks), as JSON text (decoded, a
+ * leading byte order mark dropped: what to store) and as parsed.
+ */
 export interface JsonBody {
   raw: Buffer;
+  text: string;
   value: unknown;
 }
 
 /**
- * Reads and parses a JSON request body: 415 for another media type, 413 past `limitBytes`,
+ * The one reader of every operation's JSON body (a UTF-8 byte order mark is dropped by the decoder,
+ * the same for all). Reads and parses it: 415 for another media type, 413 past `limitBytes`,
  * 422 `json_invalid` for invalid UTF-8, malformed JSON or nesting deeper than `MAX_JSON_DEPTH`.
  * Numbers a double would round are kept exactly (`src/lossless-json.ts`). An absent body is `undefined` (the schema
  * decides whether that is allowed).
@@ -50,7 +55,7 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<Js
     throw new RequestValidationError([jsonInvalid('Invalid UTF-8 in the request body', undefined)]);
   }
   try {
-    return { raw, value: parseJson(text) };
+    return { raw, text, value: parseJson(text) };
   } catch (error) {
     if (!(error instanceof JsonSyntaxError)) throw error;
     throw new RequestValidationError([jsonInvalid(error.message, error.position)]);

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Options as AjvOptions } from 'ajv';
+import type { ErrorObject, Options as AjvOptions } from 'ajv';
 import { OpenAPIBackend, type Document } from 'openapi-backend';
 import { parse } from 'yaml';
 import { createAjv } from './ajv.ts';
@@ -144,7 +144,7 @@ type ValidationResult = ReturnType<OpenAPIBackend['validator']['validateRequest'
  */
 function useLeanRequestValidation(api: OpenAPIBackend): void {
   const validator = api.validator;
-  const validate = validator.validateRequest.bind(validator);
+  const validate = withStrictNumbers(api, validator.validateRequest.bind(validator));
   validator.validateRequest = ((req: RawRequest, operation?: Operation | string): ValidationResult => {
     if (typeof operation !== 'object' || !operation.operationId || !isPlain(req)) return validate(req, operation);
     const coerced: Record<string, unknown> = { ...req };
@@ -158,6 +158,8 @@ function useLeanRequestValidation(api: OpenAPIBackend): void {
       .trim()
       .toLowerCase();
     if (typeof requestBody === 'object' || contentType === 'application/json') parameters.requestBody = requestBody;
+    // Before the validators coerce the parameters in place.
+    errors.push(...numericParameterErrors(operation, parameters));
     for (const check of validators) {
       check(parameters);
       if (check.errors) errors.push(...check.errors);
@@ -168,6 +170,58 @@ function useLeanRequestValidation(api: OpenAPIBackend): void {
     }
     return { valid: errors.length === 0, coerced: coerced as unknown as RawRequest, errors: errors.length === 0 ? null : errors };
   }) as typeof validator.validateRequest;
+}
+
+/** A parameter's text as a JSON integer / number literal: no sign on zero, no leading zeros, no hex. */
+const NUMERIC_TEXT: Record<string, RegExp> = {
+  integer: /^(?:0|-?[1-9][0-9]*)$/,
+  number: /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/,
+};
+
+/**
+ * Ajv's type coercion reads a query or path parameter as JavaScript's `Number()` does, so `0x10`
+ * is 16, `1e-400` is 0, `-0` is 0 and `1e400` is Infinity. A numeric parameter must instead be
+ * written as a plain decimal literal naming a finite number other than -0 (its bounds, which every
+ * numeric parameter has in the spec, are checked by the schema); anything else is the schema's
+ * own type error, so it renders as any other 422.
+ */
+function numericParameterErrors(operation: Operation, parts: Record<string, unknown>): ErrorObject[] {
+  const errors: ErrorObject[] = [];
+  for (const parameter of (operation.parameters ?? []) as { in?: string; name?: string; schema?: { type?: unknown } }[]) {
+    const type = parameter.schema?.type;
+    if ((type !== 'integer' && type !== 'number') || (parameter.in !== 'query' && parameter.in !== 'path')) continue;
+    const location = parameter.in;
+    const raw = (parts[location] as Record<string, unknown> | undefined)?.[parameter.name!];
+    if (raw === undefined) continue;
+    const texts = Array.isArray(raw) ? raw : [raw];
+    const wellFormed = texts.every((text) => {
+      if (typeof text !== 'string') return true; // already coerced by an earlier pass
+      const value = Number(text);
+      return NUMERIC_TEXT[type]!.test(text) && Number.isFinite(value) && !Object.is(value, -0);
+    });
+    if (wellFormed) continue;
+    errors.push({
+      instancePath: `/${location}/${parameter.name}`,
+      schemaPath: `#/properties/${location}/properties/${parameter.name}/type`,
+      keyword: 'type',
+      params: { type },
+      message: `must be ${type}`,
+    });
+  }
+  return errors;
+}
+
+/** The library's request validation, with the numeric parameters' text checked as above. */
+function withStrictNumbers(api: OpenAPIBackend, validate: OpenAPIBackend['validator']['validateRequest']) {
+  return (req: RawRequest, operation?: Operation | string): ValidationResult => {
+    const result = validate(req, operation);
+    const op = typeof operation === 'string' ? api.router.getOperation(operation) : (operation ?? api.router.matchOperation(req));
+    if (!op) return result;
+    const { params, query } = api.router.parseRequest(req, op);
+    const errors = numericParameterErrors(op, { path: params, query });
+    if (errors.length === 0) return result;
+    return { ...result, valid: false, errors: [...(result.errors ?? []), ...errors] };
+  };
 }
 
 /** Creates the router/validator for the contract; handlers are registered by the caller. */

@@ -180,8 +180,13 @@ function toValidationError(error: ErrorObject, root: unknown): ValidationError {
       return make('string_too_long', `String should have at most ${plural(Number(p.limit), 'character')}`, value, {
         max_length: p.limit,
       });
-    case 'pattern':
+    case 'pattern': {
+      // A pattern that stands for a format (`x-format`, e.g. the conversation id) fails as that format would.
+      const format = (error.parentSchema as { 'x-format'?: string } | undefined)?.['x-format'];
+      const known = format ? FORMAT_ERRORS[format] : undefined;
+      if (known) return make(known.type, known.msg, value);
       return make('string_pattern_mismatch', `String should match pattern '${p.pattern}'`, value, { pattern: p.pattern });
+    }
     case 'minItems':
       return make('too_short', `List should have at least ${plural(Number(p.limit), 'item')}`, value, {
         min_length: p.limit,

@@ -10,6 +10,8 @@ import { toCheckoutSessionView } from './mapper.ts';
 import { LocalPaymentProvider } from './local-provider.ts';
 import type { PaymentProvider } from './payment-provider.ts';
 import { StripePaymentProvider, type StripeCheckoutSession } from './stripe-provider.ts';
+import { toCreditAmounts } from '../spend/mapper.ts';
+import { MICROS_PER_USD } from '../spend/money.ts';
 
 export type CreditsView = components['schemas']['Credits'];
 
@@ -96,18 +98,26 @@ export class BillingService {
     return { redirect_url: opened.redirectUrl };
   }
 
-  /** The caller's balance (the sum of their credits) and their most recent sessions. */
+  /**
+   * What the caller bought (the sum of their credits), what their agents spent (the spend ledger's
+   * running total), the balance, and their most recent sessions. Both sums come from one statement,
+   * so they are of the same moment.
+   */
   async credits(userId: string, limit: number): Promise<CreditsView> {
     const connection = this.em.getConnection();
     await connection.execute(EXPIRE_OVERDUE_SQL('user_id'), [userId]);
-    const [balance] = await connection.execute<{ balance: string }[]>(
-      'select coalesce(sum(amount_usd), 0)::text as balance from credit_ledger where user_id = ?',
-      [userId],
+    const [sums] = await connection.execute<{ purchased: string; spent: string }[]>(
+      `select (select coalesce(sum(amount_usd), 0) from credit_ledger where user_id = ?)::text as purchased,
+              coalesce((select spent_micro_usd from spend_totals where owner_id = ?), 0)::text as spent`,
+      [userId, userId],
     );
     const sessions = await this.em
       .fork()
       .find(CheckoutSession, { userId }, { orderBy: [{ createdAt: 'desc' }, { id: 'asc' }], limit });
-    return { balance_usd: Number(balance!.balance), sessions: sessions.map(toCheckoutSessionView) };
+    return {
+      ...toCreditAmounts(BigInt(sums!.purchased) * MICROS_PER_USD, BigInt(sums!.spent)),
+      sessions: sessions.map(toCheckoutSessionView),
+    };
   }
 
   /** A session as its checkout page shows it, with an overdue pending session marked expired first. */

@@ -6,10 +6,14 @@ import type { Logger } from '../logger.ts';
 import { stringifyJson } from '../lossless-json.ts';
 import { stripSecretLookingKeys } from '../secret-keys.ts';
 import { canonicalUuid } from '../uuid.ts';
+import { chargeConversationSpend, usageCostsOf, type ChargeOutcome } from '../spend/spend-ledger.ts';
 import { readConversationView } from './views.ts';
 
 export type ConversationInfo = components['schemas']['ConversationInfo'];
 type ConversationView = components['schemas']['Conversation'];
+
+/** Told, after the commit, what an info charged (the balance-depleted metric listens). */
+export type SpendObserver = (outcome: ChargeOutcome) => void;
 
 /** The instants an ISO 8601 string with a four-digit year can name, and PostgreSQL can hold. */
 const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
@@ -53,16 +57,20 @@ export class ConversationInfoService {
   constructor(
     private readonly em: EntityManager,
     private readonly log: Logger,
+    private readonly observeSpend?: SpendObserver,
   ) {}
 
   /**
    * Stores `info` for `principal`: creates the conversation when it is new (owned by the caller),
    * refuses another user's, and keeps the latest info by the agent-server's `updated_at`. The info is
-   * stored minus its secret-looking keys and never logged.
+   * stored minus its secret-looking keys and never logged. The increase of each LLM usage's cost is
+   * charged to the owner in the same transaction (`chargeConversationSpend`).
    */
   async receive(principal: Principal, info: ConversationInfo): Promise<{ created: boolean; conversation: ConversationView }> {
     const id = canonicalUuid(info.id);
     const updatedAt = updatedAtOf(info.updated_at);
+    // Before the secret-looking keys go: a usage id is a key too, and its spend is charged whatever its name.
+    const usages = usageCostsOf(info);
     stripSecretLookingKeys(info);
     const infoText = stringifyJson(info);
     const metricsText = info.metrics == null ? null : stringifyJson(info.metrics);
@@ -96,6 +104,7 @@ export class ConversationInfoService {
          returning 1`,
         [id, titleText, metricsText, infoText, updatedAt, info.forked_from_conversation_id ? canonicalUuid(info.forked_from_conversation_id) : null],
       );
+      const spend = await chargeConversationSpend(trx, this.log, { conversationId: id, ownerId: principal.userId, reportedAt: updatedAt, usages });
       if (applied.rows.length > 0) {
         // A rename holds until the agent-server's own title changes (see renameConversation in the spec).
         const titleChanged = titleText !== null && previous?.title != null && previous.title !== titleText;
@@ -116,9 +125,13 @@ export class ConversationInfoService {
           ],
         );
       }
-      return { created, stale: applied.rows.length === 0 };
+      return { created, stale: applied.rows.length === 0, spend };
     });
-    this.log.debug({ conversationId: id, created: result.created, stale: result.stale }, 'conversation info received');
+    this.log.debug(
+      { conversationId: id, created: result.created, stale: result.stale, chargedMicroUsd: result.spend.chargedMicroUsd.toString() },
+      'conversation info received',
+    );
+    if (result.spend.chargedMicroUsd > 0n) this.observeSpend?.(result.spend);
     const read = await readConversationView(this.em, id);
     return { created: result.created, conversation: read!.view };
   }

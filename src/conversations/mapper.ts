@@ -1,5 +1,6 @@
 import type { components } from '../../generated/openapi.ts';
 import { parseJson } from '../lossless-json.ts';
+import { microUsdNumberOf, usdOf } from '../spend/money.ts';
 
 type ConversationView = components['schemas']['Conversation'];
 type MetricsSnapshot = components['schemas']['MetricsSnapshot'];
@@ -11,7 +12,8 @@ type MetricsSnapshot = components['schemas']['MetricsSnapshot'];
  */
 export const CONVERSATION_VIEW_COLUMNS = `c.id, c.owner_id, c.execution_status, c.event_count,
   c.created_at, c.updated_at, c.last_event_at, c.renamed_title, c.parent_conversation_id, c.tags::text as tags,
-  i.title::text as info_title, i.metrics::text as metrics, i.forked_from_conversation_id`;
+  i.title::text as info_title, i.metrics::text as metrics, i.forked_from_conversation_id,
+  (select coalesce(sum(s.charged_micro_usd), 0) from spend_usages s where s.conversation_id = c.id)::text as cost_micro_usd`;
 
 export const CONVERSATION_VIEW_FROM = 'conversations c left join conversation_infos i on i.conversation_id = c.id';
 
@@ -30,6 +32,8 @@ export interface ConversationViewRow {
   info_title: string | null;
   metrics: string | null;
   forked_from_conversation_id: string | null;
+  /** What the spend ledger has charged for the conversation, in micro-dollars. */
+  cost_micro_usd: string;
 }
 
 const iso = (value: Date | string): string => new Date(value).toISOString();
@@ -52,6 +56,8 @@ export function toConversationView(row: ConversationViewRow, subConversationIds:
     sub_conversation_ids: subConversationIds,
     forked_from_conversation_id: row.forked_from_conversation_id,
     tags: row.tags === null ? {} : (JSON.parse(row.tags) as Record<string, string>),
+    accumulated_cost_usd: usdOf(BigInt(row.cost_micro_usd)),
+    accumulated_cost_micro_usd: microUsdNumberOf(BigInt(row.cost_micro_usd)),
   };
 }
 

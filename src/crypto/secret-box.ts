@@ -1,3 +1,4 @@
+import { UnavailableError } from '../errors.ts';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -86,6 +87,17 @@ export function loadOrCreateKeyFile(dataDir: string): SecretKey[] {
  * key stay readable after a new one takes over encryption. The AAD binds a ciphertext to its
  * purpose (for example `workspace:webhook_secret`), so one column's value cannot be moved to another.
  */
+/**
+ * A secret made with a key this process does not hold (another instance re-sealed it under a newer
+ * key): a 503 with a clear detail, never a 500. At start-up `missingKeyIds` refuses to run instead.
+ */
+export class SecretKeyMissingError extends UnavailableError {
+  override name = 'SecretKeyMissingError';
+  constructor(readonly keyId: string) {
+    super(`The workspace's secret is encrypted with key "${keyId}", which this server's SECRETS_ENCRYPTION_KEYS does not hold; retry later.`);
+  }
+}
+
 export class SecretBox {
   private readonly byId: ReadonlyMap<string, Buffer>;
 
@@ -114,7 +126,7 @@ export class SecretBox {
     if (parts.length !== 5 || parts[0] !== FORMAT) throw new SecretDecryptionError('not a v1 secret ciphertext');
     const [, id, ivText, tagText, bodyText] = parts as [string, string, string, string, string];
     const key = this.byId.get(id);
-    if (!key) throw new SecretDecryptionError(`the secret was encrypted with key "${id}", which is not configured`);
+    if (!key) throw new SecretKeyMissingError(id);
     const iv = Buffer.from(ivText, 'base64url');
     const tag = Buffer.from(tagText, 'base64url');
     if (iv.length !== IV_BYTES || tag.length !== TAG_BYTES) throw new SecretDecryptionError('malformed secret ciphertext');
@@ -126,6 +138,11 @@ export class SecretBox {
     } catch {
       throw new SecretDecryptionError(`the secret does not authenticate under key "${id}" (tampered, or a different key with that id)`);
     }
+  }
+
+  /** The key ids among `ids` that this keyring does not hold. */
+  missingKeyIds(ids: Iterable<string>): string[] {
+    return [...new Set(ids)].filter((id) => !this.byId.has(id)).sort();
   }
 
   /** Id of the key a ciphertext names, without decrypting it. */

@@ -24,6 +24,7 @@ import { Migration20261125030000_administration } from './migrations/Migration20
 import { Migration20261125070000_webhook_fanout } from './migrations/Migration20261125070000_webhook_fanout.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
+import { Migration20261125040000_spend_ledger } from './migrations/Migration20261125040000_spend_ledger.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
 export const MIGRATIONS = [
@@ -40,6 +41,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261125010000_search', class: Migration20261125010000_search },
   { name: 'Migration20261125020000_outbound_webhooks', class: Migration20261125020000_outbound_webhooks },
   { name: 'Migration20261125030000_administration', class: Migration20261125030000_administration },
+  { name: 'Migration20261125040000_spend_ledger', class: Migration20261125040000_spend_ledger },
   { name: 'Migration20261125070000_webhook_fanout', class: Migration20261125070000_webhook_fanout },
 ];
 

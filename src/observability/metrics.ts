@@ -67,6 +67,18 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly spendCharged = new Counter({
+    name: 'billing_spend_charged_usd_total',
+    help: "US dollars charged to users' balances by the spend ledger (increases of the agent-server's reported LLM costs).",
+    registers: [this.registry],
+  });
+
+  readonly balancesDepleted = new Counter({
+    name: 'billing_balances_depleted_total',
+    help: "Charges that took a user's balance (bought minus spent) from zero or above to below zero.",
+    registers: [this.registry],
+  });
+
   readonly outboundAttempts = new Counter({
     name: 'outbound_webhook_attempts_total',
     help: 'Outbound webhook delivery attempts, by message type and outcome (succeeded, retrying, failed, gone, refused).',
@@ -123,6 +135,12 @@ export class Metrics {
     this.webhookEventsStored.inc(result.stored);
     this.webhookEventsDeduplicated.inc(duplicates);
     this.webhookBatches.inc({ result: storable > 0 && result.stored === 0 ? 'deduplicated' : 'stored' });
+  }
+
+  /** Records what one conversation info charged (micro-dollars), and whether it overdrew the balance. */
+  recordSpend(chargedMicroUsd: bigint, depleted: boolean): void {
+    this.spendCharged.inc(Number(chargedMicroUsd) / 1e6);
+    if (depleted) this.balancesDepleted.inc();
   }
 
   /** The pool is read when Prometheus scrapes, so the gauges are never stale. */

@@ -25,3 +25,20 @@ export function createWorkspaceService(config: Config, em: EntityManager, logger
     : undefined;
   return new WorkspaceService(em, secretBoxFor(config, logger), tracker);
 }
+
+/**
+ * The start-up check of the keyring against the stored secrets: the one line to exit with when a
+ * stored workspace secret names a key id that the keyring lacks, else undefined. Without it the
+ * server would start and answer the tracker's first delivery with an error; rotation keeps the old
+ * key in the keyring until `reseal-secrets` has run, so it never trips a correct rotation.
+ */
+export async function missingSecretKeysProblem(config: Config, em: EntityManager, logger?: Logger): Promise<string | undefined> {
+  const rows = await em.getConnection().execute<{ key_id: string }[]>(
+    `select distinct split_part(webhook_secret_ciphertext, ':', 2) as key_id from workspaces
+     union select distinct split_part(svc_acc_api_key_ciphertext, ':', 2) from workspaces`,
+  );
+  const missing = secretBoxFor(config, logger).missingKeyIds(rows.map((row) => row.key_id));
+  if (missing.length === 0) return undefined;
+  const source = config.secretsEncryptionKeys ? 'SECRETS_ENCRYPTION_KEYS' : `the key file ${config.dataDir}/secrets.key`;
+  return `stored workspace secrets are encrypted with key id(s) ${missing.join(', ')}, which ${source} does not hold: add the key(s) (see "Rotating the encryption key" in the README) and start again`;
+}

@@ -170,7 +170,7 @@ export class WorkspaceService {
     name: string,
     signature: string | undefined,
     trackerDeliveryId: string | undefined,
-    body: Buffer,
+    body: { raw: Buffer; text: string },
   ): Promise<TrackerDeliveryReceipt> {
     if (!signature) throw new UnauthenticatedError('Missing X-Hub-Signature header');
     if (!SIGNATURE_FORM.test(signature.trim())) throw new UnauthenticatedError('Invalid X-Hub-Signature');
@@ -182,16 +182,16 @@ export class WorkspaceService {
     );
     if (!workspace) throw new NotFoundError('No active issue-tracker workspace has this name.');
     const secret = this.secrets.decrypt(workspace.webhookSecretCiphertext, PURPOSE.webhookSecret);
-    if (!verifyHubSignature(secret, body, signature)) throw new UnauthenticatedError('Invalid X-Hub-Signature');
+    if (!verifyHubSignature(secret, body.raw, signature)) throw new UnauthenticatedError('Invalid X-Hub-Signature');
 
-    const deliveryId = trackerDeliveryId ?? `sha256:${createHash('sha256').update(body).digest('hex')}`;
-    // The body's own text goes into a `json` column: stored exactly as the tracker sent it.
+    const deliveryId = trackerDeliveryId ?? `sha256:${createHash('sha256').update(body.raw).digest('hex')}`;
+    // The body's own text (as the one JSON reader decoded it) goes into a `json` column: stored as sent.
     const inserted = await em
       .getConnection()
       .execute<{ id: string }[]>(
         `insert into tracker_deliveries (workspace_id, delivery_id, payload) values (?, ?, ?::json)
          on conflict (workspace_id, delivery_id) do nothing returning id`,
-        [workspace.id, deliveryId, body.toString('utf8')],
+        [workspace.id, deliveryId, body.text],
       );
     return { success: true, delivery_id: deliveryId, duplicate: inserted.length === 0 };
   }

@@ -18,6 +18,8 @@ export function testConfig(): Config {
     EMBEDDED_PG_PORT: process.env.TEST_EMBEDDED_PG_PORT ?? '54339',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
     CREDENTIAL_CACHE_TTL_MS: '0',
+    // Every response of an app built for a test is checked against the spec (test/helpers/response-contract.ts).
+    RESPONSE_VALIDATION: 'log',
   });
   return config;
 }
@@ -40,6 +42,9 @@ export async function recreateSchema(db: Database): Promise<void> {
 
 /** Every table the migrations create (bar MikroORM's own): emptied before each test. */
 export const TABLES = [
+  'spend_entries',
+  'spend_totals',
+  'spend_usages',
   'audit_log',
   'webhook_attempts',
   'webhook_deliveries',

@@ -6,6 +6,7 @@ import { isAlive } from '../../src/db/embedded-postgres.ts';
 import { freePort } from './free-port.ts';
 import { testDatabase } from './hooks.ts';
 import { captureLog } from './secret-scan.ts';
+import { serverOutputReader } from './response-contract.ts';
 
 /**
  * Real server processes for tests that need more than `supertest(app.callback())`: signals,
@@ -73,7 +74,8 @@ export function serverEnvironment(
   database: { dataDir: string; embeddedPgPort: number },
   extra: NodeJS.ProcessEnv = {},
 ): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', ...extra };
+  // RESPONSE_VALIDATION: the process checks its responses against the spec; see spawnProcess.
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', RESPONSE_VALIDATION: 'log', ...extra };
   if (useEmbedded) {
     delete env.DATABASE_URL;
     env.DATA_DIR = database.dataDir;
@@ -111,6 +113,9 @@ export function spawnProcess(command: string, args: string[], env: NodeJS.Proces
   };
   child.stdout!.on('data', (chunk: Buffer) => (run.stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (run.stderr += chunk.toString()));
+  // A response the spec does not describe fails the running test (test/helpers/response-contract.ts).
+  const readViolations = serverOutputReader();
+  child.stderr!.on('data', (chunk: Buffer) => readViolations(chunk.toString()));
   return run;
 }
 
@@ -153,7 +158,7 @@ export async function startServerProcess(
   const port = await freePort();
   const started = Date.now();
   const launch = options.launch ?? ((e) => spawnNode('src/main.ts', [], e));
-  const run = launch({ ...env, PORT: String(port) });
+  const run = launch({ RESPONSE_VALIDATION: 'log', ...env, PORT: String(port) });
   const server: ServerProcess = Object.assign(run, { port, baseUrl: `http://127.0.0.1:${port}`, startupMs: 0 });
   // Server logs go to the end-of-run secret scan.
   run.child.stdout!.on('data', (chunk: Buffer) => captureLog('server process', chunk.toString()));

@@ -1,10 +1,12 @@
 import type { operations } from '../../../generated/openapi.ts';
 import type { BillingService } from '../../billing/billing-service.ts';
+import type { SpendService } from '../../spend/spend-service.ts';
 import { CHECKOUT_PAGE_HEADERS, renderCheckoutPage, type ReturnOutcome } from '../../billing/checkout-page.ts';
 import { principalOf, rawBodyOf, respond, type KoaContext, type OperationHandlers } from '../context.ts';
 
 type CheckoutBody = operations['createCheckoutSession']['requestBody']['content']['application/json'];
 type CreditsQuery = NonNullable<operations['getCredits']['parameters']['query']>;
+type SpendQuery = NonNullable<operations['getSpend']['parameters']['query']>;
 type PagePath = operations['getCheckoutPage']['parameters']['path'];
 type PageQuery = NonNullable<operations['getCheckoutPage']['parameters']['query']>;
 
@@ -18,15 +20,18 @@ function sendPage(ctx: KoaContext, status: number, html: string): void {
 /** Post/redirect/get: a form post answers 303 to the page, so reloading it posts nothing again. */
 function backToPage(ctx: KoaContext, id: string): void {
   ctx.set(CHECKOUT_PAGE_HEADERS);
-  ctx.redirect(`/billing/checkout/${id}`);
+  // The spec's 303 has no body: Location only (Koa's redirect would add a "Redirecting to" text).
   ctx.status = 303;
+  ctx.set('Location', `/billing/checkout/${id}`);
+  ctx.body = '';
 }
 
 /**
- * Handlers of the `billing` tag: E4, the caller's credits, the Stripe webhook and the checkout page.
- * A checkout button that can no longer do what it says answers 409 with the page showing the state.
+ * Handlers of the `billing` tag: E4, the caller's credits and spend, the Stripe webhook and the
+ * checkout page. A checkout button that can no longer do what it says answers 409 with the page
+ * showing the state.
  */
-export function billingHandlers(service: BillingService): OperationHandlers {
+export function billingHandlers(service: BillingService, spend: SpendService): OperationHandlers {
   return {
     async createCheckoutSession(operation, ctx) {
       const { amount } = operation.request.requestBody as CheckoutBody;
@@ -35,6 +40,17 @@ export function billingHandlers(service: BillingService): OperationHandlers {
     async getCredits(operation, ctx) {
       const { limit } = operation.request.query as CreditsQuery;
       respond(ctx, 200, await service.credits(principalOf(operation).userId, limit ?? 20));
+    },
+    async getSpend(operation, ctx) {
+      const query = operation.request.query as SpendQuery;
+      const report = await spend.report(principalOf(operation).userId, {
+        groupBy: query.group_by ?? 'conversation',
+        since: query.since,
+        until: query.until,
+        limit: query.limit ?? 50,
+        offset: query.offset ?? 0,
+      });
+      respond(ctx, 200, report);
     },
     async handleStripeWebhook(_operation, ctx) {
       await service.handleStripeWebhook(rawBodyOf(ctx), ctx.get('stripe-signature') || undefined);

@@ -9,6 +9,9 @@ import type { StreamTickets } from '../../live/stream-tickets.ts';
 import { canonicalUuid } from '../../uuid.ts';
 import { principalOf, respond, type OperationHandlers } from '../context.ts';
 
+/** The largest sequence number (an `integer` column), as `after_seq`'s maximum in the spec. */
+const MAX_SEQ = 2_147_483_647;
+
 type ConversationPath = operations['streamConversationEvents']['parameters']['path'];
 type StreamQuery = NonNullable<operations['streamConversationEvents']['parameters']['query']>;
 
@@ -20,7 +23,9 @@ export function liveHandlers(conversations: ConversationService, live: LiveStrea
       const query = operation.request.query as StreamQuery;
       const principal = streamPrincipal(operation, canonicalUuid(conversation_id));
       const lastEventId = ctx.get('last-event-id');
-      const afterSeq = lastEventId ? Number(lastEventId) : (query.after_seq ?? 0);
+      // Last-Event-ID (up to ten digits, per the spec) may name more than a sequence number can be:
+      // then nothing stored comes after it, as after the largest one.
+      const afterSeq = lastEventId ? Math.min(Number(lastEventId), MAX_SEQ) : (query.after_seq ?? 0);
       await live.subscribe(principal, conversation_id, afterSeq, ctx.res);
       // The subscriber writes the response itself, for as long as the stream lasts.
       ctx.respond = false;

@@ -1,6 +1,6 @@
 import type { operations } from '../../../generated/openapi.ts';
 import type { WorkspaceRegistration, WorkspaceService } from '../../workspaces/workspace-service.ts';
-import { principalOf, rawBodyOf, respond, type OperationHandlers } from '../context.ts';
+import { bodyTextOf, principalOf, rawBodyOf, respond, type OperationHandlers } from '../context.ts';
 
 type WorkspacePath = operations['updateWorkspace']['parameters']['path'];
 type WorkspaceUpdate = operations['updateWorkspace']['requestBody']['content']['application/json'];
@@ -35,7 +35,7 @@ export function workspaceHandlers(service: WorkspaceService): OperationHandlers 
         workspace_name,
         ctx.get('x-hub-signature') || undefined,
         ctx.get('x-atlassian-webhook-identifier') || undefined,
-        rawBodyOf(ctx),
+        { raw: rawBodyOf(ctx), text: bodyTextOf(ctx) },
       );
       respond(ctx, 200, receipt);
     },
