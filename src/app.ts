@@ -48,7 +48,7 @@ export interface AppDeps {
   readonly config: Config;
   readonly logger: Logger;
   readonly orm: MikroORM;
-  readonly database: { isReachable(): Promise<boolean> };
+  readonly database: { isReachable(): Promise<boolean>; readonly listenUrl?: string };
 }
 
 type ErrorBody = { detail: unknown };
@@ -109,7 +109,8 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const workspaces = createWorkspaceService(config, orm.em, logger);
   const billing = createBillingService(orm.em, config.billing, logger);
   const checkMetricsToken = metricsTokenChecker(config.metricsToken);
-  const liveStreams = new LiveStreams(orm.config.get('clientUrl')!, conversations, {
+  // LISTEN needs a session of its own: straight to PostgreSQL, not through a transaction pooler.
+  const liveStreams = new LiveStreams(deps.database.listenUrl ?? orm.config.get('clientUrl')!, conversations, {
     bufferBytes: config.liveStreamBufferBytes,
     stallMs: config.liveStreamStallMs,
     heartbeatMs: config.liveStreamHeartbeatMs,
@@ -120,7 +121,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const secretBox = secretBoxFor(config, logger);
   const webhookEndpoints = new WebhookEndpointService(orm.em, secretBox, config.outboundWebhooks);
   // Built here, started by main.ts (or a test): the worker is the app's only background consumer.
-  const deliveryWorker = new DeliveryWorker(orm.em, orm.config.get('clientUrl')!, secretBox, config.outboundWebhooks, logger, {
+  const deliveryWorker = new DeliveryWorker(orm.em, deps.database.listenUrl ?? orm.config.get('clientUrl')!, secretBox, config.outboundWebhooks, logger, {
     attempt: (type, outcome, seconds) => metrics.recordOutboundAttempt(type, outcome, seconds),
   });
   metrics.trackOutboundQueueDepth(async () => {

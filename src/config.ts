@@ -20,12 +20,28 @@ export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { acquireTimeoutMs: 5
 
 /** Where the database comes from: a URL the operator gives us, or a PostgreSQL we run ourselves. */
 export type DatabaseConfig = (
-  | { readonly kind: 'url'; readonly url: string }
+  | {
+      readonly kind: 'url';
+      readonly url: string;
+      /**
+       * `DATABASE_LISTEN_URL`: a direct (session) connection to PostgreSQL, never through a
+       * transaction-pooling PgBouncer: LISTEN, session advisory locks, job queues. Defaults to `url`.
+       */
+      readonly listenUrl: string;
+    }
   | { readonly kind: 'embedded'; readonly dataDir: string; readonly port: number }
 ) & {
   /** Connections in the pool: concurrent webhook transactions, each waiting on its commit's flush. */
   readonly poolSize: number;
   readonly timeouts: DatabaseTimeouts;
+  /**
+   * `DATABASE_POOL_MODE`: `session` when `DATABASE_URL` reaches PostgreSQL (or a session-pooling
+   * PgBouncer), `transaction` behind a transaction-pooling PgBouncer: then no named prepared
+   * statements and no session settings in the startup packet (see docs/scaling.md).
+   */
+  readonly poolMode: 'session' | 'transaction';
+  /** `DATABASE_APPLICATION_NAME`: `application_name` of the pool's connections (pg_stat_activity). */
+  readonly applicationName: string;
 };
 
 export interface Config {
@@ -85,6 +101,10 @@ export interface Config {
    */
   readonly liveStreamCredentialCheckMs: number;
 
+  // Retention (src/retention/)
+  /** Deleting conversations not updated for `RETENTION_DAYS`; undefined (unset) keeps everything for ever. */
+  readonly retention: RetentionConfig | undefined;
+
   // Reliability: connection timeouts (slow clients); the database's are in `database.timeouts`.
   /** The whole header block of a request must arrive within this time (slowloris headers). */
   readonly httpHeadersTimeoutMs: number;
@@ -95,6 +115,20 @@ export interface Config {
 
   // Outbound webhooks (src/outbound/, docs/outbound-webhooks.md)
   readonly outboundWebhooks: OutboundWebhookConfig;
+}
+
+/** Retention of conversations (see docs/scaling.md). */
+export interface RetentionConfig {
+  /** `RETENTION_DAYS`: a conversation not updated for this many days is deleted with its events. */
+  readonly days: number;
+  /** `RETENTION_ARCHIVE_DIR`: where each conversation is written (gzipped NDJSON) before it is deleted; unset → no archive. */
+  readonly archiveDir: string | undefined;
+  /** `RETENTION_INTERVAL_MS`: time between two sweeps (the first comes one interval after start). */
+  readonly intervalMs: number;
+  /** `RETENTION_BATCH_EVENTS`: events deleted per transaction, so that no deletion holds locks or WAL for long. */
+  readonly batchEvents: number;
+  /** `RETENTION_BATCH_PAUSE_MS`: pause between two batches, leaving the database to ingestion in between. */
+  readonly batchPauseMs: number;
 }
 
 /** Outbound webhooks: delivery rules, safety switches and the queue's connection. */
@@ -119,11 +153,6 @@ export interface OutboundWebhookConfig {
   readonly pollMs: number;
   /** `OUTBOUND_WEBHOOK_WORKER=false`: this instance enqueues but does not deliver. */
   readonly worker: boolean;
-  /**
-   * `DATABASE_LISTEN_URL`: a session-level connection straight to PostgreSQL (not through a
-   * transaction-pooling PgBouncer) for the queue's worker; unset → the main database URL.
-   */
-  readonly queueDatabaseUrl: string | undefined;
 }
 
 /** Svix's schedule: at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
@@ -199,9 +228,22 @@ export function loadConfig(env: Env = process.env): Config {
     queryTimeoutMs: integer(env, 'DB_QUERY_TIMEOUT_MS', defaults.queryTimeoutMs, 100, 3_600_000),
     readinessTimeoutMs: integer(env, 'READINESS_TIMEOUT_MS', defaults.readinessTimeoutMs, 100, 60_000),
   };
+  const listenUrl = env.DATABASE_LISTEN_URL?.trim() || undefined;
+  if (listenUrl && !/^postgres(ql)?:\/\//.test(listenUrl)) {
+    throw new ConfigError('DATABASE_LISTEN_URL must be a postgres:// or postgresql:// URL');
+  }
+  const poolMode = env.DATABASE_POOL_MODE?.trim() || 'session';
+  if (poolMode !== 'session' && poolMode !== 'transaction') {
+    throw new ConfigError(`DATABASE_POOL_MODE must be session or transaction, got "${poolMode}"`);
+  }
+  const applicationName = env.DATABASE_APPLICATION_NAME?.trim() || 'agent-platform';
+  if (!/^[\x20-\x7e]{1,63}$/.test(applicationName)) {
+    throw new ConfigError('DATABASE_APPLICATION_NAME must be 1 to 63 printable ASCII characters');
+  }
+  const common = { poolSize, timeouts, poolMode, applicationName } as const;
   const database: DatabaseConfig = databaseUrl
-    ? { kind: 'url', url: databaseUrl, poolSize, timeouts }
-    : { kind: 'embedded', dataDir, port: integer(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535), poolSize, timeouts };
+    ? { kind: 'url', url: databaseUrl, listenUrl: listenUrl ?? databaseUrl, ...common }
+    : { kind: 'embedded', dataDir, port: integer(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535), ...common };
 
   return Object.freeze({
     port: integer(env, 'PORT', 3000, 0, 65535),
@@ -241,6 +283,8 @@ export function loadConfig(env: Env = process.env): Config {
     liveStreamTicketTtlMs: integer(env, 'LIVE_STREAM_TICKET_TTL_MS', 60_000, 1_000, 3_600_000),
     liveStreamCredentialCheckMs: integer(env, 'LIVE_STREAM_CREDENTIAL_CHECK_MS', credentialCacheTtlMs || 1_000, 50, 3_600_000),
 
+    retention: loadRetentionConfig(env),
+
     // Reliability: connection timeouts.
     httpHeadersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
     httpRequestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 120_000, 100, 3_600_000),
@@ -267,8 +311,6 @@ function loadOutboundWebhookConfig(env: Env): OutboundWebhookConfig {
       throw new ConfigError('OUTBOUND_WEBHOOK_RETRY_SCHEDULE must be 1 to 50 comma-separated delays in milliseconds (0 to 7 days), e.g. "0,5000,300000"');
     }
   }
-  const queueUrl = env.DATABASE_LISTEN_URL?.trim() || undefined;
-  if (queueUrl && !/^postgres(ql)?:\/\//.test(queueUrl)) throw new ConfigError('DATABASE_LISTEN_URL must be a postgres:// or postgresql:// URL');
   return Object.freeze({
     allowHttp: flag(env, 'OUTBOUND_WEBHOOK_ALLOW_HTTP'),
     allowPrivate: flag(env, 'OUTBOUND_WEBHOOK_ALLOW_PRIVATE'),
@@ -280,7 +322,21 @@ function loadOutboundWebhookConfig(env: Env): OutboundWebhookConfig {
     concurrency: integer(env, 'OUTBOUND_WEBHOOK_CONCURRENCY', 8, 1, 1_000),
     pollMs: integer(env, 'OUTBOUND_WEBHOOK_POLL_MS', 1_000, 500, 60_000),
     worker: env.OUTBOUND_WEBHOOK_WORKER === undefined ? true : flag(env, 'OUTBOUND_WEBHOOK_WORKER'),
-    queueDatabaseUrl: queueUrl,
+  });
+}
+
+function loadRetentionConfig(env: Env): RetentionConfig | undefined {
+  const archiveDir = env.RETENTION_ARCHIVE_DIR?.trim() || undefined;
+  if (env.RETENTION_DAYS === undefined || env.RETENTION_DAYS.trim() === '') {
+    if (archiveDir) throw new ConfigError('RETENTION_ARCHIVE_DIR is set but RETENTION_DAYS is not: nothing would be archived');
+    return undefined;
+  }
+  return Object.freeze({
+    days: integer(env, 'RETENTION_DAYS', 0, 1, 36_500),
+    archiveDir: archiveDir ? path.resolve(archiveDir) : undefined,
+    intervalMs: integer(env, 'RETENTION_INTERVAL_MS', 3_600_000, 1_000, 7 * 86_400_000),
+    batchEvents: integer(env, 'RETENTION_BATCH_EVENTS', 2_000, 1, 1_000_000),
+    batchPauseMs: integer(env, 'RETENTION_BATCH_PAUSE_MS', 10, 0, 60_000),
   });
 }
 

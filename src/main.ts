@@ -5,6 +5,7 @@ import { openDatabase, type Database } from './db/database.ts';
 import { createApp } from './app.ts';
 import { liveStreamsOf } from './live/live-streams.ts';
 import { listen } from './http-server.ts';
+import { RetentionService } from './retention/retention-service.ts';
 import { deliveryWorkerOf } from './outbound/delivery-worker.ts';
 import { missingSecretKeysProblem } from './workspaces/setup.ts';
 import { IdentityService } from './identity/identity-service.ts';
@@ -60,6 +61,8 @@ async function main(): Promise<void> {
     const where = config.database.kind === 'url' ? " (with this server's DATABASE_URL in the environment)" : '';
     logger.info({ command }, `no user yet; create the first super admin${where}: ${command}`);
   }
+  const retention = config.retention && new RetentionService(database.orm.em, database.listenUrl, config.retention, logger);
+  retention?.start();
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
@@ -67,6 +70,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     const started = Date.now();
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    const retentionStopped = retention?.stop();
     // Live streams never finish by themselves: end them (clients resume elsewhere) while the
     // database they read from is still open.
     await liveStreamsOf(app)?.close();
@@ -80,6 +84,7 @@ async function main(): Promise<void> {
       server.closeIdleConnections();
     });
     clearTimeout(forced);
+    await retentionStopped;
     // Attempts in flight finish (or are given up on and made again elsewhere) before the pool closes.
     await deliveryWorkerOf(app)?.stop(config.shutdownGraceMs);
     await database.close();

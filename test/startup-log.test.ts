@@ -94,7 +94,12 @@ describe('start-up log: where to go and how to begin', function () {
   });
 
   describe('firstSuperAdminCommand', () => {
-    const base = { poolSize: 1, timeouts: { acquireTimeoutMs: 1, queryTimeoutMs: 1, readinessTimeoutMs: 1 } };
+    const base = {
+      poolSize: 1,
+      timeouts: { acquireTimeoutMs: 1, queryTimeoutMs: 1, readinessTimeoutMs: 1 },
+      poolMode: 'session' as const,
+      applicationName: 'agent-platform',
+    };
     const plain = 'npm run admin -- create-user --email admin@example.com --super-admin';
 
     it('is the plain command on the default embedded database', () => {
@@ -108,7 +113,7 @@ describe('start-up log: where to go and how to begin', function () {
     });
 
     it('never repeats a DATABASE_URL (it holds a password)', () => {
-      expect(firstSuperAdminCommand({ database: { kind: 'url', url: 'postgres://u:secret@db/x', ...base } })).to.equal(plain);
+      expect(firstSuperAdminCommand({ database: { kind: 'url', url: 'postgres://u:secret@db/x', listenUrl: 'postgres://u:secret@db/x', ...base } })).to.equal(plain);
     });
   });
 });

@@ -48,10 +48,20 @@ export const MIGRATIONS = [
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */
 const MIGRATION_LOCK_ID = 7_240_114;
 
+/** How the pool's connections reach PostgreSQL (see `DatabaseConfig`). */
+export interface SessionOptions {
+  readonly poolMode: 'session' | 'transaction';
+  readonly applicationName: string;
+}
+
+export const DEFAULT_SESSION_OPTIONS: SessionOptions = { poolMode: 'session', applicationName: 'agent-platform' };
+
 export interface Database {
   readonly orm: MikroORM;
   /** The connection URL (for the embedded database it carries the generated password). */
   readonly url: string;
+  /** A direct (session) connection URL: LISTEN and session advisory locks (`DATABASE_LISTEN_URL`). */
+  readonly listenUrl: string;
   /** True when the database answers a trivial query. */
   isReachable(): Promise<boolean>;
   /** Closes the pool, then stops the embedded PostgreSQL if this process started it. */
@@ -64,6 +74,7 @@ export function ormOptions(
   log?: Logger,
   poolSize = 10,
   timeouts: DatabaseTimeouts = DEFAULT_DATABASE_TIMEOUTS,
+  session: SessionOptions = DEFAULT_SESSION_OPTIONS,
 ): Options {
   return {
     clientUrl,
@@ -88,13 +99,19 @@ export function ormOptions(
       // A connection whose last query never got its answer (the database stalled and the client-side
       // `query_timeout` gave up on it) is discarded, not handed to the next request to stall again.
       validate: (connection: { readyForQuery?: boolean }) => connection.readyForQuery !== false,
+      // Behind a transaction pooler a statement prepared on one server connection is unknown (or
+      // already exists) on the next: every named statement of ours (sqlRows' `name`) goes unnamed.
+      ...(session.poolMode === 'transaction' ? { afterCreate: unnamedStatementsOnly } : {}),
     } as Options['pool'],
     driverOptions: {
       // knex would otherwise put bound values (credential hashes, event payloads) into error messages.
       compileSqlOnError: false,
       acquireConnectionTimeout: timeouts.acquireTimeoutMs,
       connection: {
-        statement_timeout: timeouts.queryTimeoutMs,
+        application_name: session.applicationName,
+        // PgBouncer refuses any startup parameter it does not track ("unsupported startup parameter:
+        // statement_timeout"); behind it the pooler's server connections carry the timeout instead.
+        ...(session.poolMode === 'session' ? { statement_timeout: timeouts.queryTimeoutMs } : {}),
         // The client-side bound for a database that stopped answering altogether (no statement_timeout
         // can fire then): a little longer, so the server's own timeout normally comes first.
         query_timeout: timeouts.queryTimeoutMs + 2_000,
@@ -111,6 +128,24 @@ export function ormOptions(
     debug: false,
     logger: (message) => log?.debug({ orm: message }, 'mikro-orm'),
   };
+}
+
+type QueryConfig = { name?: string } & Record<string, unknown>;
+
+/** knex pool hook: the connection's queries lose their `name`, so nothing is prepared by name. */
+export function unnamedStatementsOnly(
+  connection: { query: (...args: unknown[]) => unknown },
+  done: (error: Error | null, connection: unknown) => void,
+): void {
+  const query = connection.query.bind(connection);
+  connection.query = (config: unknown, ...rest: unknown[]) => {
+    if (config && typeof config === 'object' && 'name' in config) {
+      const { name: _name, ...unnamed } = config as QueryConfig;
+      return query(unnamed, ...rest);
+    }
+    return query(config, ...rest);
+  };
+  done(null, connection);
 }
 
 /**
@@ -133,6 +168,24 @@ export async function migrate(orm: MikroORM): Promise<void> {
 }
 
 /**
+ * Behind a transaction pooler our `statement_timeout` cannot travel in the startup packet, and a
+ * `SET` would stay on whichever server connection ran it: the pooler's connections must carry it
+ * (PgBouncer's `connect_query`, or `ALTER ROLE … SET statement_timeout`). Says so when they do not.
+ */
+async function checkPooledStatementTimeout(orm: MikroORM, timeouts: DatabaseTimeouts, log: Logger): Promise<void> {
+  const [row] = await orm.em
+    .getConnection()
+    .execute<{ ms: string }[]>("select current_setting('statement_timeout') as setting, extract(epoch from current_setting('statement_timeout')::interval) * 1000 as ms");
+  const ms = Number(row?.ms);
+  if (ms !== timeouts.queryTimeoutMs) {
+    log.warn(
+      { statementTimeoutMs: ms, expectedMs: timeouts.queryTimeoutMs },
+      'DATABASE_POOL_MODE=transaction: the pooled connections\' statement_timeout differs from DB_QUERY_TIMEOUT_MS; set it at the pooler (PgBouncer connect_query) or with ALTER ROLE … SET statement_timeout',
+    );
+  }
+}
+
+/**
  * Opens the database the configuration names: `DATABASE_URL`, or else an embedded PostgreSQL under
  * the data directory. Pending migrations are applied before this returns.
  */
@@ -140,16 +193,20 @@ export async function openDatabase(config: DatabaseConfig, log: Logger): Promise
   const { timeouts } = config;
   let embedded: EmbeddedPostgres | undefined;
   let url: string;
+  let listenUrl: string;
   if (config.kind === 'url') {
     url = config.url;
+    listenUrl = config.listenUrl;
   } else {
     embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.port }, log);
     url = embedded.url;
+    listenUrl = url;
   }
   let orm: MikroORM;
   try {
-    orm = await MikroORM.init(ormOptions(url, log, config.poolSize, timeouts));
+    orm = await MikroORM.init(ormOptions(url, log, config.poolSize, timeouts, config));
     await migrate(orm);
+    if (config.poolMode === 'transaction') await checkPooledStatementTimeout(orm, timeouts, log);
   } catch (error) {
     await embedded?.stop();
     throw error;
@@ -157,6 +214,7 @@ export async function openDatabase(config: DatabaseConfig, log: Logger): Promise
   return {
     orm,
     url,
+    listenUrl,
     async isReachable() {
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<boolean>((resolve) => {

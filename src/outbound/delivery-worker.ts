@@ -64,11 +64,11 @@ export class DeliveryWorker {
     return Math.ceil(this.config.timeoutMs / 1000) + 2;
   }
 
-  /** Starts pg-boss on its own small pool (`DATABASE_LISTEN_URL` when set) and the workers. */
+  /** Starts pg-boss on its own small pool of direct connections (the database's listen URL) and the workers. */
   async start(): Promise<void> {
     const expire = this.expireSeconds;
     const boss = new PgBoss({
-      connectionString: this.config.queueDatabaseUrl ?? this.databaseUrl,
+      connectionString: this.databaseUrl,
       schema: QUEUE_SCHEMA,
       max: Math.min(this.config.concurrency + 2, 20),
       application_name: 'agent-platform-webhooks',

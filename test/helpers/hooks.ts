@@ -20,6 +20,8 @@ export function testConfig(): Config {
     CREDENTIAL_CACHE_TTL_MS: '0',
     // Every response of an app built for a test is checked against the spec (test/helpers/response-contract.ts).
     RESPONSE_VALIDATION: 'log',
+    // Tells the tests' own connections apart from the servers' in pg_stat_activity.
+    DATABASE_APPLICATION_NAME: 'agent-platform-tests',
   });
   return config;
 }

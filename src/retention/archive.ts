@@ -1,0 +1,50 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { conversationExport } from '../conversations/export.ts';
+
+/** The archive file of a conversation under `dir`. */
+export function archiveFile(dir: string, conversationId: string): string {
+  return path.join(dir, `conversation-${conversationId}.ndjson.gz`);
+}
+
+/**
+ * Writes `conversation-<id>.ndjson.gz` under `dir`: the conversation's export (the NDJSON of
+ * `GET …/export`, streamed in bounded memory), keeping `encrypted_content` so that the archive can
+ * restore it. Durable: written under a temporary name, flushed, then renamed. Returns the file, or
+ * undefined when the conversation no longer exists.
+ */
+export async function writeConversationArchive(em: EntityManager, conversationId: string, dir: string): Promise<string | undefined> {
+  const exists = await em.getConnection().execute<unknown[]>('select 1 from conversations where id = ?', [conversationId]);
+  if (exists.length === 0) return undefined;
+  fs.mkdirSync(dir, { recursive: true });
+  const file = archiveFile(dir, conversationId);
+  const partial = `${file}.partial`;
+  try {
+    await pipeline(
+      Readable.from(conversationExport(em, conversationId, { keepEncryptedContent: true })),
+      createGzip(),
+      fs.createWriteStream(partial, { mode: 0o600 }),
+    );
+    const fd = fs.openSync(partial, 'r');
+    try {
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(partial, file);
+  } catch (error) {
+    fs.rmSync(partial, { force: true });
+    throw error;
+  }
+  const dirFd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(dirFd);
+  } finally {
+    fs.closeSync(dirFd);
+  }
+  return file;
+}

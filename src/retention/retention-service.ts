@@ -1,0 +1,157 @@
+import pg from 'pg';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { RetentionConfig } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import { writeConversationArchive } from './archive.ts';
+
+/** Arbitrary constant: the advisory lock held by the one instance sweeping at a time. */
+export const RETENTION_LOCK_ID = 7_240_115;
+
+/** `application_name` of the connection holding the lock (visible in `pg_stat_activity`). */
+export const RETENTION_APPLICATION_NAME = 'retention-sweeper';
+
+/** Conversations read per query while looking for expired ones. */
+const CANDIDATES_PER_QUERY = 100;
+
+export interface SweepResult {
+  /** True when another instance held the lock: this one did nothing. */
+  readonly skipped: boolean;
+  readonly conversations: number;
+  readonly events: number;
+  readonly archived: number;
+}
+
+/**
+ * Deletes conversations not updated for `RETENTION_DAYS`, each after its archive when
+ * `RETENTION_ARCHIVE_DIR` is set. One instance at a time: a session advisory lock, taken on a direct
+ * connection (`DATABASE_LISTEN_URL`: through a transaction pooler a session lock would be held by a
+ * server connection other clients share). Events go in transactions of `RETENTION_BATCH_EVENTS`,
+ * each re-checking under the conversation's row lock that it is still expired, so a delivery that
+ * revives it stops the deletion and ingestion never waits for more than one batch.
+ */
+export class RetentionService {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly lockUrl: string,
+    private readonly config: RetentionConfig,
+    private readonly log: Logger,
+  ) {}
+
+  /** Sweeps every `intervalMs` (the first soon after start) until `stop()`. */
+  start(): void {
+    const schedule = (delay: number) => {
+      this.timer = setTimeout(() => {
+        this.running = this.sweep()
+          .catch((error: unknown) => this.log.error({ err: error }, 'retention sweep failed'))
+          .finally(() => {
+            this.running = undefined;
+            if (!this.stopped) schedule(this.config.intervalMs);
+          });
+      }, delay);
+    };
+    schedule(Math.min(this.config.intervalMs, 10_000));
+  }
+
+  /** Stops scheduling and lets a running sweep end after its current batch. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** One sweep over every expired conversation, unless another instance is sweeping. */
+  async sweep(): Promise<SweepResult> {
+    const lock = new pg.Client({ connectionString: this.lockUrl, application_name: RETENTION_APPLICATION_NAME });
+    lock.on('error', () => {}); // a lost connection ends the lock; the sweep's own queries report
+    await lock.connect();
+    try {
+      const { rows } = await lock.query<{ locked: boolean }>('select pg_try_advisory_lock($1) as locked', [RETENTION_LOCK_ID]);
+      if (!rows[0]?.locked) return { skipped: true, conversations: 0, events: 0, archived: 0 };
+      try {
+        return await this.sweepLocked();
+      } finally {
+        await lock.query('select pg_advisory_unlock($1)', [RETENTION_LOCK_ID]).catch(() => {});
+      }
+    } finally {
+      await lock.end().catch(() => {});
+    }
+  }
+
+  private async sweepLocked(): Promise<SweepResult> {
+    const connection = this.em.getConnection();
+    let conversations = 0;
+    let events = 0;
+    let archived = 0;
+    // Walks the expired conversations once, oldest first, by (updated_at, id): one that fails stays for the next sweep.
+    let after: { updatedAt: string; id: string } | undefined;
+    while (!this.stopped) {
+      // No index on updated_at on purpose: every delivery updates it, and indexing it would end the HOT updates of the hot path.
+      const candidates = await connection.execute<{ id: string; updated_at: string }[]>(
+        `select id, updated_at::text as updated_at from conversations
+          where updated_at < now() - make_interval(days => ?) ${after ? 'and (updated_at, id) > (?::timestamptz, ?::uuid)' : ''}
+          order by updated_at, id limit ?`,
+        [this.config.days, ...(after ? [after.updatedAt, after.id] : []), CANDIDATES_PER_QUERY],
+      );
+      if (candidates.length === 0) break;
+      for (const candidate of candidates) {
+        if (this.stopped) break;
+        try {
+          const outcome = await this.retire(candidate.id);
+          if (outcome) {
+            conversations++;
+            events += outcome.events;
+            if (outcome.archive) archived++;
+          }
+        } catch (error) {
+          this.log.error({ err: error, conversationId: candidate.id }, 'retention: could not delete a conversation; it stays for the next sweep');
+        }
+      }
+      const last = candidates[candidates.length - 1]!;
+      after = { updatedAt: last.updated_at, id: last.id };
+    }
+    if (conversations > 0) this.log.info({ conversations, events, archived }, 'retention sweep deleted expired conversations');
+    return { skipped: false, conversations, events, archived };
+  }
+
+  /** Archives (if configured) then deletes one conversation; undefined when it was revived or is gone. */
+  private async retire(conversationId: string): Promise<{ events: number; archive: string | undefined } | undefined> {
+    const { days, batchEvents, batchPauseMs, archiveDir } = this.config;
+    const archive = archiveDir ? await writeConversationArchive(this.em, conversationId, archiveDir) : undefined;
+    if (archiveDir && !archive) return undefined;
+    const knex = this.em.getConnection().getKnex();
+    let events = 0;
+    for (;;) {
+      if (this.stopped) return undefined;
+      const deleted = await knex.transaction(async (trx) => {
+        const expired = await trx.raw('select 1 from conversations where id = ? and updated_at < now() - make_interval(days => ?) for update', [
+          conversationId,
+          days,
+        ]);
+        if (expired.rows.length === 0) return -1;
+        const result = await trx.raw(
+          `delete from conversation_events where conversation_id = ? and seq in
+             (select seq from conversation_events where conversation_id = ? order by seq limit ?)`,
+          [conversationId, conversationId, batchEvents],
+        );
+        return result.rowCount as number;
+      });
+      if (deleted === -1) {
+        this.log.info({ conversationId, deletedEvents: events }, 'retention: the conversation was updated meanwhile; it stays');
+        return undefined;
+      }
+      events += deleted;
+      if (deleted < batchEvents) break;
+      if (batchPauseMs > 0) await new Promise((resolve) => setTimeout(resolve, batchPauseMs));
+    }
+    const removed = await this.em
+      .getConnection()
+      .execute<{ id: string }[]>('delete from conversations where id = ? and updated_at < now() - make_interval(days => ?) returning id', [conversationId, days]);
+    if (removed.length === 0) return undefined;
+    this.log.info({ conversationId, events, archive }, 'retention: conversation deleted');
+    return { events, archive };
+  }
+}
