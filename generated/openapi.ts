@@ -435,10 +435,9 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A web page that follows a conversation live
-         * @description A small HTML page (no data in it, so no credentials): it asks for an access token (kept in
-         *     the tab's session storage), gets a stream ticket with it and follows the conversation with
-         *     `EventSource`, reconnecting with a new ticket after the last event id it saw.
+         * Old address of the live conversation page (redirects to the console)
+         * @description Kept so that old links work: answers `302 Found` to the console's conversation viewer
+         *     (`/#/conversations/{conversation_id}`), which follows the conversation live. No credentials.
          */
         get: operations["getLiveConversationPage"];
         put?: never;
@@ -1453,6 +1452,69 @@ export interface paths {
          * @description The OpenAPI document the server validates requests against, exactly as written. No credentials.
          */
         get: operations["getOpenApiDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The web console (HTML)
+         * @description The console's single page: sign-in with an access token, conversations and the conversation
+         *     viewer, account (credits, keys, workspace link) and administration, routed in the URL
+         *     fragment (`/#/conversations/{id}`). No data in it, so no credentials. Sent with a strict
+         *     Content-Security-Policy: scripts, styles and connections to this origin only, no inline script.
+         */
+        get: operations["getConsole"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/console.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The console's script
+         * @description The console's bundle (built from `console/src` by esbuild); loaded by `/`. No credentials.
+         */
+        get: operations["getConsoleScript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/console.css": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The console's style sheet
+         * @description The console's styles (light and dark); loaded by `/`. No credentials.
+         */
+        get: operations["getConsoleStyles"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3288,6 +3350,15 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
+        /** @description No checkout session has this id; an HTML page saying so, for the browser that was sent here. */
+        CheckoutPageNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": string;
+            };
+        };
         /** @description The addressed resource does not exist. */
         NotFound: {
             headers: {
@@ -4230,14 +4301,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The page. */
-            200: {
+            /** @description Redirect to the console's conversation viewer. */
+            302: {
                 headers: {
+                    /** @description `/#/conversations/{conversation_id}` */
+                    Location?: string;
                     [name: string]: unknown;
                 };
-                content: {
-                    "text/html": string;
-                };
+                content?: never;
             };
             422: components["responses"]["ValidationFailed"];
         };
@@ -5560,7 +5631,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["CheckoutPageNotFound"];
             422: components["responses"]["ValidationFailed"];
         };
     };
@@ -5588,7 +5659,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["CheckoutPageNotFound"];
             /** @description The session is expired or cancelled (or paid through Stripe) and cannot be completed here. */
             409: {
                 headers: {
@@ -5625,7 +5696,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["CheckoutPageNotFound"];
             /** @description The session is completed or expired (or paid through Stripe) and cannot be cancelled. */
             409: {
                 headers: {
@@ -6452,6 +6523,69 @@ export interface operations {
                 };
                 content: {
                     "application/yaml": string;
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    getConsole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The console page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    getConsoleScript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The script. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+        };
+    };
+    getConsoleStyles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The style sheet. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/css": string;
                 };
             };
             422: components["responses"]["ValidationFailed"];

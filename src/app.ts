@@ -24,6 +24,7 @@ import { webhookHandlers } from './api/handlers/webhooks.ts';
 import { workspaceHandlers } from './api/handlers/workspaces.ts';
 import { billingHandlers } from './api/handlers/billing.ts';
 import { operationsHandlers } from './api/handlers/operations.ts';
+import { consoleHandlers } from './api/handlers/console.ts';
 import { Metrics, type PoolStats } from './observability/metrics.ts';
 import { metricsTokenChecker } from './observability/metrics-token.ts';
 import { traceRequest } from './observability/request-tracing.ts';
@@ -146,6 +147,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     ...billingHandlers(billing, spend),
     ...operationsHandlers(metrics),
     ...liveHandlers(conversations, liveStreams, streamTickets),
+    ...consoleHandlers(),
     ...outboundWebhookHandlers(webhookEndpoints),
   };
 

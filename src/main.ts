@@ -6,6 +6,7 @@ import { createApp } from './app.ts';
 import { liveStreamsOf } from './live/live-streams.ts';
 import { listen } from './http-server.ts';
 import { RetentionService } from './retention/retention-service.ts';
+import { buildConsole, consoleIsBuilt } from './console/bundle.ts';
 import { deliveryWorkerOf } from './outbound/delivery-worker.ts';
 import { missingSecretKeysProblem } from './workspaces/setup.ts';
 import { IdentityService } from './identity/identity-service.ts';
@@ -45,6 +46,8 @@ async function main(): Promise<void> {
     const keyProblem = await missingSecretKeysProblem(config, database.orm.em, logger);
     if (keyProblem) throw new Error(keyProblem);
     app = await createApp({ config, logger, orm: database.orm, database });
+    // A fresh clone has no built console: build it now so that the first page is not slow.
+    if (!consoleIsBuilt()) logger.info({ ms: Math.round(await buildConsole()) }, 'console built');
     if (config.outboundWebhooks.worker) await deliveryWorkerOf(app)!.start();
     server = await listen(app, config);
   } catch (error) {

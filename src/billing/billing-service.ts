@@ -122,10 +122,15 @@ export class BillingService {
 
   /** A session as its checkout page shows it, with an overdue pending session marked expired first. */
   async checkoutSession(id: string): Promise<CheckoutSession> {
-    await this.em.getConnection().execute(EXPIRE_OVERDUE_SQL('id'), [id]);
-    const session = await this.em.fork().findOne(CheckoutSession, { id });
+    const session = await this.findCheckoutSession(id);
     if (!session) throw new NotFoundError('Checkout session not found');
     return session;
+  }
+
+  /** The session with `id` (expired first when overdue), or undefined when there is none. */
+  async findCheckoutSession(id: string): Promise<CheckoutSession | undefined> {
+    await this.em.getConnection().execute(EXPIRE_OVERDUE_SQL('id'), [id]);
+    return (await this.em.fork().findOne(CheckoutSession, { id })) ?? undefined;
   }
 
   /**

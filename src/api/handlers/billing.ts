@@ -1,7 +1,7 @@
 import type { operations } from '../../../generated/openapi.ts';
 import type { BillingService } from '../../billing/billing-service.ts';
 import type { SpendService } from '../../spend/spend-service.ts';
-import { CHECKOUT_PAGE_HEADERS, renderCheckoutPage, type ReturnOutcome } from '../../billing/checkout-page.ts';
+import { CHECKOUT_PAGE_HEADERS, renderCheckoutNotFoundPage, renderCheckoutPage, type ReturnOutcome } from '../../billing/checkout-page.ts';
 import { principalOf, rawBodyOf, respond, type KoaContext, type OperationHandlers } from '../context.ts';
 
 type CheckoutBody = operations['createCheckoutSession']['requestBody']['content']['application/json'];
@@ -59,15 +59,19 @@ export function billingHandlers(service: BillingService, spend: SpendService): O
     async getCheckoutPage(operation, ctx) {
       const { session_id } = operation.request.params as PagePath;
       const { outcome } = operation.request.query as PageQuery;
-      sendPage(ctx, 200, renderCheckoutPage(await service.checkoutSession(session_id), outcome as ReturnOutcome | undefined));
+      const session = await service.findCheckoutSession(session_id);
+      if (!session) return sendPage(ctx, 404, renderCheckoutNotFoundPage());
+      sendPage(ctx, 200, renderCheckoutPage(session, outcome as ReturnOutcome | undefined));
     },
     async confirmCheckout(operation, ctx) {
       const { session_id } = operation.request.params as PagePath;
+      if (!(await service.findCheckoutSession(session_id))) return sendPage(ctx, 404, renderCheckoutNotFoundPage());
       if (await service.confirmLocal(session_id)) return backToPage(ctx, session_id);
       sendPage(ctx, 409, renderCheckoutPage(await service.checkoutSession(session_id)));
     },
     async cancelCheckout(operation, ctx) {
       const { session_id } = operation.request.params as PagePath;
+      if (!(await service.findCheckoutSession(session_id))) return sendPage(ctx, 404, renderCheckoutNotFoundPage());
       if (await service.cancelLocal(session_id)) return backToPage(ctx, session_id);
       sendPage(ctx, 409, renderCheckoutPage(await service.checkoutSession(session_id)));
     },

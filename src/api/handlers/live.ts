@@ -4,7 +4,6 @@ import type { ConversationService } from '../../conversations/conversation-servi
 import { ForbiddenError } from '../../errors.ts';
 import type { Principal } from '../../identity/authenticator.ts';
 import type { LiveStreams } from '../../live/live-streams.ts';
-import { liveConversationPage } from '../../live/page.ts';
 import type { StreamTickets } from '../../live/stream-tickets.ts';
 import { canonicalUuid } from '../../uuid.ts';
 import { principalOf, respond, type OperationHandlers } from '../context.ts';
@@ -15,7 +14,7 @@ const MAX_SEQ = 2_147_483_647;
 type ConversationPath = operations['streamConversationEvents']['parameters']['path'];
 type StreamQuery = NonNullable<operations['streamConversationEvents']['parameters']['query']>;
 
-/** Handlers of the `live` tag: live event streams, their tickets, and a page that shows one. */
+/** Handlers of the `live` tag: live event streams, their tickets, and the old page's address (now a redirect to the console). */
 export function liveHandlers(conversations: ConversationService, live: LiveStreams, tickets: StreamTickets): OperationHandlers {
   return {
     async streamConversationEvents(operation, ctx) {
@@ -39,12 +38,11 @@ export function liveHandlers(conversations: ConversationService, live: LiveStrea
     },
     getLiveConversationPage(operation, ctx) {
       const { conversation_id } = operation.request.params as ConversationPath;
-      ctx.status = 200;
-      ctx.type = 'text/html; charset=utf-8';
-      // The page runs only its own inline script and talks only to this server.
-      ctx.set('Content-Security-Policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'");
-      ctx.set('Referrer-Policy', 'no-referrer');
-      ctx.body = liveConversationPage(canonicalUuid(conversation_id));
+      // The console's viewer replaced the old page; old links land there. The spec's 302 has no body
+      // (Koa's redirect would add a "Redirecting to" text).
+      ctx.status = 302;
+      ctx.set('Location', `/#/conversations/${canonicalUuid(conversation_id)}`);
+      ctx.body = '';
     },
   };
 }
