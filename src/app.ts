@@ -127,7 +127,9 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   });
   metrics.trackOutboundQueueDepth(async () => {
     const rows = await orm.em.getConnection().execute<{ pending: number }[]>(
-      `select count(*)::integer as pending from webhook_messages where state = 'pending'`,
+      // Deliveries due, plus messages not fanned out yet (their deliveries do not exist yet).
+      `select (select count(*) from webhook_deliveries where state = 'pending')::integer
+            + (select count(*) from webhook_messages where not fanned_out)::integer as pending`,
     );
     return rows[0]!.pending;
   });

@@ -17,7 +17,7 @@ import { minimalEvent } from './fixtures/events.ts';
 
 /** A loopback receiver: records every request; answers with the next status of `answers` (then 200). */
 class Receiver {
-  readonly requests: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+  readonly requests: { url: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
   answers: number[] = [];
   /** Requests are held (never answered) while true. */
   hang = false;
@@ -25,7 +25,7 @@ class Receiver {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      this.requests.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+      this.requests.push({ url: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
       if (this.hang) return;
       response.statusCode = this.answers.shift() ?? 200;
       response.end('ok');
@@ -427,6 +427,67 @@ describe('outbound webhooks', function () {
         .send([minimalEvent('MessageEvent', { id: randomUUID() })])
         .expect(403);
       expect((await messages(id)).length).to.equal(before);
+    });
+  });
+
+  describe('fan-out at delivery (one message row per cause)', () => {
+    const sql = (text: string, params: unknown[] = []) => testDatabase().orm.em.getConnection().execute(text, params);
+
+    it('one batch reaches each subscribed endpoint exactly once with the same webhook-id; later, other-conversation and other-type endpoints get nothing', async () => {
+      const conversationId = randomUUID();
+      const subscribed = [];
+      for (let n = 1; n <= 3; n++) subscribed.push({ n, ...(await createEndpoint({ url: `${receiver.url}?n=${n}`, event_types: ['conversation.events'] })) });
+      const otherConversation = await createEndpoint({ url: `${receiver.url}?n=other-conversation`, conversation_id: randomUUID() });
+      const otherType = await createEndpoint({ url: `${receiver.url}?n=other-type`, event_types: ['conversation.finished'] });
+      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      // Stored with the batch: one message for the cause, no per-endpoint row until the worker fans it out.
+      const stored = await sql(`select id, fanned_out from webhook_messages where type = 'conversation.events'`);
+      expect(stored).to.have.length(1);
+      expect(stored[0]!.fanned_out).to.equal(false);
+      expect((await sql('select count(*)::integer as n from webhook_deliveries'))[0]!.n).to.equal(0);
+      const late = await createEndpoint({ url: `${receiver.url}?n=late` });
+      await startWorker(app);
+      expect(await waitFor(() => receiver.ofType('conversation.events').length >= 3, 15_000)).to.equal(true);
+      await new Promise((resolve) => setTimeout(resolve, 1_000)); // anything more would have arrived by now
+      const events = receiver.requests.filter((r) => JSON.parse(r.body).type === 'conversation.events');
+      expect(events.map((r) => r.url).sort()).to.deep.equal(['/hook?n=1', '/hook?n=2', '/hook?n=3']);
+      for (const { n, id, secret } of subscribed) {
+        const request = events.find((r) => r.url === `/hook?n=${n}`)!;
+        expect(request.headers['webhook-id']).to.equal(stored[0]!.id);
+        verify(secret, request);
+        const log = await messages(id);
+        expect(log.map((m) => [m.id, m.type, m.state])).to.deep.equal([[stored[0]!.id, 'conversation.events', 'succeeded']]);
+        expect(await attempts(id, stored[0]!.id)).to.have.length(1);
+      }
+      expect(receiver.requests.filter((r) => /other|late/.test(r.url))).to.deep.equal([]);
+      expect(await messages(otherConversation.id)).to.deep.equal([]);
+      expect(await messages(otherType.id)).to.deep.equal([]);
+      expect(await messages(late.id)).to.deep.equal([]);
+      await app.request.get(`/api/v1/webhook-endpoints/${late.id}/messages/${stored[0]!.id}/attempts`).set(auth()).expect(404);
+    });
+
+    it('stores no message for a cause no enabled endpoint wants', async () => {
+      await createEndpoint({ url: receiver.url, event_types: ['checkout.completed'] });
+      const disabled = await createEndpoint({ url: receiver.url });
+      await app.request.patch(`/api/v1/webhook-endpoints/${disabled.id}`).set(auth()).send({ disabled: true }).expect(200);
+      await postEvents(randomUUID(), [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      expect((await sql('select count(*)::integer as n from webhook_messages'))[0]!.n).to.equal(0);
+      expect((await sql(`select count(*)::integer as n from pgboss.job where name = 'webhook-delivery'`))[0]!.n).to.equal(0);
+    });
+
+    it('webhook_enqueue (SQL, for other features) stores one message and one fan-out job per transaction', async () => {
+      const { id } = await createEndpoint({ url: receiver.url });
+      const knex = testDatabase().orm.em.getConnection().getKnex();
+      const counts = await knex.transaction(async (trx) => {
+        const a = await trx.raw(`select webhook_enqueue(?, null, 'webhook.test', '{"n": 1}'::jsonb) as n`, [user.userId]);
+        const b = await trx.raw(`select webhook_enqueue(?, null, 'webhook.test', '{"n": 2}'::jsonb) as n`, [user.userId]);
+        return [a.rows[0].n, b.rows[0].n];
+      });
+      expect(counts).to.deep.equal([1, 1]);
+      expect((await sql(`select count(*)::integer as n from pgboss.job where name = 'webhook-delivery'`))[0]!.n).to.equal(1);
+      await startWorker(app);
+      expect(await waitFor(async () => (await messages(id)).filter((m) => m.state === 'succeeded').length === 2, 15_000)).to.equal(true);
+      expect(receiver.requests.map((r) => JSON.parse(r.body).data.n).sort()).to.deep.equal([1, 2]);
     });
   });
 

@@ -4,7 +4,7 @@ import type { OutboundWebhookConfig } from '../config.ts';
 import type { SecretBox } from '../crypto/secret-box.ts';
 import type { Logger } from '../logger.ts';
 import { queueAttempt } from './jobs.ts';
-import type { EndpointRow, MessageRow } from './mapper.ts';
+import { DELIVERY_SELECT, type EndpointRow, type MessageRow } from './mapper.ts';
 import { post, type SendResult } from './http-sender.ts';
 import { DELIVERY_QUEUE, QUEUE_SCHEMA } from './queue-schema.ts';
 import { signature } from './signing.ts';
@@ -14,14 +14,22 @@ import { ENDPOINT_SECRET_PURPOSE } from './webhook-endpoint-service.ts';
 /** A `conversation.events` body larger than this carries the events' ids only. */
 export const MAX_EVENTS_BODY_BYTES = 256 * 1024;
 
+/** Messages fanned out per transaction. */
+const FANOUT_BATCH = 100;
+
 /**
- * What one delivery job names: a message (or, for first attempts, every endpoint's message of one
- * cause, attempted in parallel) and the number of the attempt it is.
+ * What one delivery job names: `{"fanout": "pending"}`, queued by `webhook_enqueue` once per
+ * transaction that stored messages (fan out every message not fanned out yet), or attempt `attempt`
+ * of a message to one endpoint. Jobs
+ * queued before the fan-out migration name a message (or several, `message_ids`) without an
+ * endpoint: each such message has exactly one delivery.
  */
 interface DeliveryJob {
+  fanout?: string;
   message_id?: string;
   message_ids?: string[];
-  attempt: number;
+  endpoint_id?: string;
+  attempt?: number;
 }
 
 /** How an attempt ended, for the metrics. */
@@ -77,8 +85,12 @@ export class DeliveryWorker {
       { localConcurrency: this.config.concurrency, batchSize: 1, pollingIntervalSeconds: this.config.pollMs / 1000 },
       async (jobs: Job<DeliveryJob>[]) => {
         for (const job of jobs) {
+          if (job.data.fanout !== undefined) {
+            await this.fanOutPending();
+            continue;
+          }
           const ids = job.data.message_ids ?? [job.data.message_id!];
-          await Promise.all(ids.map((id) => this.deliver({ message_id: id, attempt: job.data.attempt })));
+          await Promise.all(ids.map((id) => this.deliver({ message_id: id, endpoint_id: job.data.endpoint_id, attempt: job.data.attempt ?? 1 })));
         }
       },
     );
@@ -91,18 +103,71 @@ export class DeliveryWorker {
     this.boss = undefined;
   }
 
-  /** Makes attempt `job.attempt` of the message unless it was made already (by another instance, or before a crash). */
-  async deliver(job: { message_id: string; attempt: number }): Promise<void> {
+  /**
+   * Expands every message not fanned out yet into one delivery per endpoint that wants it — enabled,
+   * created no later than the message, its event types and conversation matching — and queues one
+   * job per delivery for its first attempt; `FANOUT_BATCH` messages per transaction, locked with
+   * `SKIP LOCKED` so that instances fanning out at once share them, each message once (`fanned_out`).
+   * A job handed out again after a crash finds what is left; one whose messages another job took
+   * finds nothing. Returns how many messages it fanned out.
+   */
+  async fanOutPending(): Promise<number> {
     const knex = this.em.getConnection().getKnex();
-    const [row] = (
+    let total = 0;
+    for (;;) {
+      const count = await knex.transaction(async (trx) => {
+        const ids = (
+          (await trx.raw(
+            'select id from webhook_messages where not fanned_out order by created_at limit ? for update skip locked',
+            [FANOUT_BATCH],
+          )).rows as { id: string }[]
+        ).map((r) => r.id);
+        if (ids.length === 0) return 0;
+        await trx.raw(
+          `with deliveries as (
+             insert into webhook_deliveries (message_id, endpoint_id, next_attempt_at, created_at)
+             select m.id, e.id, now(), m.created_at
+             from webhook_messages m join webhook_endpoints e on e.owner_id = m.owner_id
+             where m.id = any (?::text[]) and not e.disabled and e.created_at <= m.created_at
+               and (e.event_types is null or m.type = any (e.event_types))
+               and (e.conversation_id is null or e.conversation_id = m.conversation_id)
+             on conflict do nothing
+             returning message_id, endpoint_id
+           )
+           insert into ${QUEUE_SCHEMA}.job (name, data, retry_limit, retry_delay, expire_seconds, policy)
+           select q.name, jsonb_build_object('message_id', d.message_id, 'endpoint_id', d.endpoint_id, 'attempt', 1),
+                  q.retry_limit, q.retry_delay, q.expire_seconds, q.policy
+           from deliveries d cross join ${QUEUE_SCHEMA}.queue q where q.name = ?`,
+          [ids, DELIVERY_QUEUE],
+        );
+        await trx.raw('update webhook_messages set fanned_out = true where id = any (?::text[])', [ids]);
+        return ids.length;
+      });
+      total += count;
+      if (count < FANOUT_BATCH) return total;
+    }
+  }
+
+  /**
+   * Makes attempt `job.attempt` of the message to the endpoint unless it was made already (by another
+   * instance, or before a crash). Without `endpoint_id` (a job queued before the fan-out migration), to
+   * each of the message's deliveries.
+   */
+  async deliver(job: { message_id: string; endpoint_id?: string; attempt: number }): Promise<void> {
+    const knex = this.em.getConnection().getKnex();
+    const rows = (
       await knex.raw(
-        `select m.*, e.url, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
-         from webhook_messages m join webhook_endpoints e on e.id = m.endpoint_id where m.id = ?`,
-        [job.message_id],
+        `select q.*, e.url, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
+         from (${DELIVERY_SELECT}) q join webhook_endpoints e on e.id = q.endpoint_id
+         where q.id = ? and (?::uuid is null or q.endpoint_id = ?::uuid)`,
+        [job.message_id, job.endpoint_id ?? null, job.endpoint_id ?? null],
       )
     ).rows as Row[];
-    if (!row) return; // the endpoint was deleted with its messages
-    if (row.attempts >= job.attempt || (row.state !== 'pending' && row.attempts + 1 !== job.attempt)) return;
+    await Promise.all(rows.map((row) => this.attempt(row, job.attempt)));
+  }
+
+  private async attempt(row: Row, attempt: number): Promise<void> {
+    if (row.attempts >= attempt || (row.state !== 'pending' && row.attempts + 1 !== attempt)) return;
     const startedAt = new Date();
     let result: SendResult;
     let refused = false;
@@ -113,7 +178,7 @@ export class DeliveryWorker {
       result = await this.send(row);
       refused = result.statusCode === null && result.error?.startsWith('Refused:') === true;
     }
-    await this.record(row, job.attempt, startedAt, result, refused);
+    await this.record(row, attempt, startedAt, result, refused);
   }
 
   private async send(row: Row): Promise<SendResult> {
@@ -174,17 +239,17 @@ export class DeliveryWorker {
     const outcome: AttemptOutcome = succeeded ? 'succeeded' : gone ? 'gone' : refused && !more ? 'refused' : more ? 'retrying' : 'failed';
     await knex.transaction(async (trx) => {
       const inserted = await trx.raw(
-        `insert into webhook_attempts (message_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
-         values (?, ?, ?, ?, ?, ?, ?) on conflict do nothing returning attempt`,
-        [row.id, attempt, startedAt.toISOString(), result.durationMs, result.statusCode, result.error, result.responseExcerpt],
+        `insert into webhook_attempts (message_id, endpoint_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
+         values (?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing returning attempt`,
+        [row.id, row.endpoint_id, attempt, startedAt.toISOString(), result.durationMs, result.statusCode, result.error, result.responseExcerpt],
       );
       if (inserted.rows.length === 0) return; // another worker recorded this attempt first
       await trx.raw(
-        `update webhook_messages set state = ?, attempts = greatest(attempts, ?), last_status_code = ?, last_error = ?, next_attempt_at = ?
-         where id = ?`,
-        [succeeded ? 'succeeded' : more ? 'pending' : 'failed', attempt, result.statusCode, result.error, nextAt?.toISOString() ?? null, row.id],
+        `update webhook_deliveries set state = ?, attempts = greatest(attempts, ?), last_status_code = ?, last_error = ?, next_attempt_at = ?
+         where message_id = ? and endpoint_id = ?`,
+        [succeeded ? 'succeeded' : more ? 'pending' : 'failed', attempt, result.statusCode, result.error, nextAt?.toISOString() ?? null, row.id, row.endpoint_id],
       );
-      if (more) await queueAttempt(trx, row.id, attempt + 1, nextAt!);
+      if (more) await queueAttempt(trx, row.id, row.endpoint_id, attempt + 1, nextAt!);
       if (succeeded) {
         await trx.raw('update webhook_endpoints set failing_since = null where id = ? and failing_since is not null', [row.endpoint_id]);
       } else if (gone) {

@@ -2,7 +2,7 @@ import { getConstructionPlans } from 'pg-boss';
 
 /** pg-boss's schema; `webhook_enqueue` (Migration20261125020000_outbound_webhooks) inserts into it. */
 export const QUEUE_SCHEMA = 'pgboss';
-/** The pg-boss queue of delivery attempts: one job per attempt, its data `{message_id, attempt}`. */
+/** The pg-boss queue of delivery work: a message's fan-out `{fanout}` (first attempts included), then one job per retry `{message_id, endpoint_id, attempt}`. */
 export const DELIVERY_QUEUE = 'webhook-delivery';
 
 /** Arbitrary constant: serialises the queue's installation across processes starting together. */

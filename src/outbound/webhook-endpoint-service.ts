@@ -9,6 +9,7 @@ import type { Principal } from '../identity/authenticator.ts';
 import { canonicalUuid } from '../uuid.ts';
 import { queueAttempt } from './jobs.ts';
 import {
+  DELIVERY_SELECT,
   toAttemptView,
   toEndpointView,
   toMessageView,
@@ -151,18 +152,22 @@ export class WebhookEndpointService {
     return { ...toEndpointView(row), secret };
   }
 
-  /** Queues a `webhook.test` message to the endpoint, delivered as any other. */
+  /** Queues a `webhook.test` message to this endpoint only (no fan-out), delivered as any other. */
   async sendTest(principal: Principal, id: string): Promise<WebhookMessageView> {
     const endpoint = await this.owned(principal, id);
     const row = await this.knex.transaction(async (trx) => {
       const messageId = `msg_${randomUUID().replaceAll('-', '')}`;
-      const inserted = await trx.raw(
-        `insert into webhook_messages (id, endpoint_id, type, data, next_attempt_at)
-         values (?, ?, 'webhook.test', ?::jsonb, now()) returning *`,
-        [messageId, endpoint.id, JSON.stringify({ endpoint_id: endpoint.id, message: 'A test message from the agent platform' })],
+      await trx.raw(
+        `insert into webhook_messages (id, owner_id, type, data, fanned_out) values (?, ?, 'webhook.test', ?::jsonb, true)`,
+        [messageId, principal.userId, JSON.stringify({ endpoint_id: endpoint.id, message: 'A test message from the agent platform' })],
       );
-      await queueAttempt(trx, messageId, 1, new Date());
-      return inserted.rows[0] as MessageRow;
+      await trx.raw(
+        `insert into webhook_deliveries (message_id, endpoint_id, next_attempt_at, created_at)
+         select id, ?, now(), created_at from webhook_messages where id = ?`,
+        [endpoint.id, messageId],
+      );
+      await queueAttempt(trx, messageId, endpoint.id, 1, new Date());
+      return (await trx.raw(`${DELIVERY_SELECT} where d.message_id = ? and d.endpoint_id = ?`, [messageId, endpoint.id])).rows[0] as MessageRow;
     });
     return toMessageView(row);
   }
@@ -179,10 +184,10 @@ export class WebhookEndpointService {
     }
     const rows = (
       await this.knex.raw(
-        `select * from webhook_messages m where m.endpoint_id = ?
-         ${after ? 'and (m.created_at, m.id) < (select c.created_at, c.id from webhook_messages c where c.id = ?)' : ''}
-         order by m.created_at desc, m.id desc limit ?`,
-        [endpoint.id, ...(after ? [after] : []), page.limit + 1],
+        `${DELIVERY_SELECT} where d.endpoint_id = ?
+         ${after ? 'and (d.created_at, d.message_id) < (select c.created_at, c.message_id from webhook_deliveries c where c.endpoint_id = ? and c.message_id = ?)' : ''}
+         order by d.created_at desc, d.message_id desc limit ?`,
+        [endpoint.id, ...(after ? [endpoint.id, after] : []), page.limit + 1],
       )
     ).rows as MessageRow[];
     const items = rows.slice(0, page.limit);
@@ -196,7 +201,7 @@ export class WebhookEndpointService {
   async listAttempts(principal: Principal, id: string, messageId: string): Promise<WebhookAttemptView[]> {
     const message = await this.ownedMessage(principal, id, messageId);
     const rows = (
-      await this.knex.raw('select * from webhook_attempts where message_id = ? order by attempt', [message.id])
+      await this.knex.raw('select * from webhook_attempts where message_id = ? and endpoint_id = ? order by attempt', [message.id, message.endpoint_id])
     ).rows as AttemptRow[];
     return rows.map(toAttemptView);
   }
@@ -206,12 +211,12 @@ export class WebhookEndpointService {
     const message = await this.ownedMessage(principal, id, messageId);
     const row = await this.knex.transaction(async (trx) => {
       const updated = await trx.raw(
-        `update webhook_messages set state = 'pending', next_attempt_at = now() where id = ? returning *`,
-        [message.id],
+        `update webhook_deliveries set state = 'pending', next_attempt_at = now() where message_id = ? and endpoint_id = ? returning attempts`,
+        [message.id, message.endpoint_id],
       );
-      const current = updated.rows[0] as MessageRow;
-      await queueAttempt(trx, current.id, current.attempts + 1, new Date());
-      return current;
+      const { attempts } = updated.rows[0] as { attempts: number };
+      await queueAttempt(trx, message.id, message.endpoint_id, attempts + 1, new Date());
+      return { ...message, state: 'pending' as const, attempts, next_attempt_at: new Date() };
     });
     return toMessageView(row);
   }
@@ -228,7 +233,7 @@ export class WebhookEndpointService {
   private async ownedMessage(principal: Principal, id: string, messageId: string): Promise<MessageRow> {
     const endpoint = await this.owned(principal, id);
     const rows = (
-      await this.knex.raw('select * from webhook_messages where id = ? and endpoint_id = ?', [messageId, endpoint.id])
+      await this.knex.raw(`${DELIVERY_SELECT} where d.message_id = ? and d.endpoint_id = ?`, [messageId, endpoint.id])
     ).rows as MessageRow[];
     if (!rows[0]) throw new NotFoundError('Message not found');
     return rows[0];

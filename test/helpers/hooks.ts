@@ -49,6 +49,7 @@ export const TABLES = [
   'spend_usages',
   'audit_log',
   'webhook_attempts',
+  'webhook_deliveries',
   'webhook_messages',
   'webhook_endpoints',
   'stream_tickets',
