@@ -259,8 +259,10 @@ describe('outbound webhooks', function () {
       // Paused by the PauseEvent: a status change from nothing to paused.
       expect(await waitFor(() => receiver.ofType('conversation.status_changed').length === 1, 10_000)).to.equal(true);
       expect(receiver.ofType('conversation.status_changed')[0]!.data).to.include({ from: null, to: 'paused' });
-      const log = await messages(id);
-      expect(log.every((m) => m.state === 'succeeded' && m.attempts === 1 && m.last_status_code === 200)).to.equal(true);
+      // The receiver has the last request a moment before the worker records its success.
+      const delivered = (m: { state: string; attempts: number; last_status_code: number | null }) => m.state === 'succeeded' && m.attempts === 1 && m.last_status_code === 200;
+      expect(await waitFor(async () => (await messages(id)).every(delivered), 10_000)).to.equal(true);
+      expect(await messages(id)).to.have.length(4);
     });
 
     it('sends conversation.finished with title, event count and the last agent message; event_types filters', async () => {
