@@ -14,8 +14,9 @@
  * Then, on the same server, the open-loop check of the issue: BENCH_OPEN_LOOP_RUNS (3) runs of the
  * kit's paced load at BENCH_OPEN_LOOP_RATE requests/s (1000; 0 skips it) of batch 5, each warmed by
  * 3 s of the same load, reporting served rate, p50, p99 and anything but a 2xx.
+ * BENCH_WEBHOOK_ENDPOINTS=10 measures the same with ten outbound endpoints subscribed (issue 21).
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { freePort } from '../test/helpers/free-port.ts';
@@ -83,6 +84,32 @@ async function runKit(databaseUrl: string, serverUrl: string, sessionKey: string
   return { table: table.trim(), notes };
 }
 
+/** SIGTERM, then its exit (at once when it has exited already: a server that failed to start). */
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/**
+ * BENCH_WEBHOOK_ENDPOINTS=N: N outbound endpoints subscribed to `conversation.events` for the bench user,
+ * delivering to a local sink (scripts/webhook-bench-endpoints.ts, stopped and its endpoints deleted afterwards).
+ */
+async function subscribeEndpoints(databaseUrl: string, email: string, count: number): Promise<ChildProcess | undefined> {
+  if (count <= 0) return undefined;
+  const args = ['--import', 'tsx', 'scripts/webhook-bench-endpoints.ts', '--email', email, '--count', String(count), '--sink-port', String(await freePort())];
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (String(chunk).includes('"endpoints"')) resolve();
+      process.stderr.write(`# endpoints: ${chunk}`);
+    });
+    child.once('exit', (code) => reject(new Error(`webhook-bench-endpoints exited with ${code}`)));
+  });
+  return child;
+}
+
 async function main(): Promise<void> {
   if (!fs.existsSync(path.join(KIT, 'run-all.sh'))) {
     throw new Error(`no bench kit at ${KIT} (set BENCH_KIT to the directory holding run-all.sh)`);
@@ -104,11 +131,13 @@ async function main(): Promise<void> {
     hashSecret(sessionKey),
   ]);
 
+  const endpoints = await subscribeEndpoints(database.url, `bench-${ownerId}@example.com`, Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 0));
   const port = Number(process.env.BENCH_PORT ?? (await freePort()));
   const url = `http://127.0.0.1:${port}`;
+  const outbound = endpoints ? { OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true', OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true' } : {};
   const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: database.url, PORT: String(port), LOG_LEVEL: 'warn' },
+    env: { ...process.env, ...outbound, DATABASE_URL: database.url, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const started = new Date();
@@ -124,8 +153,8 @@ async function main(): Promise<void> {
       openLoop.push(await runOpenLoop(url, sessionKey, openLoopRate, process.env.BENCH_SECONDS ?? '10'));
     }
   } finally {
-    server.kill('SIGTERM');
-    await new Promise((resolve) => server.once('exit', resolve));
+    await stop(server);
+    if (endpoints) await stop(endpoints);
     await connection.execute('delete from conversation_events where conversation_id in (select id from conversations where owner_id = ?)', [ownerId]);
     await connection.execute('delete from conversations where owner_id = ?', [ownerId]);
     await connection.execute('delete from credentials where user_id = ?', [ownerId]);
@@ -133,7 +162,7 @@ async function main(): Promise<void> {
     await database.close();
   }
 
-  const knobs = ['BENCH_SECONDS', 'BENCH_BATCHES', 'BENCH_CONNECTIONS', 'BENCH_CONCURRENCY', 'BENCH_SELFTEST']
+  const knobs = ['BENCH_SECONDS', 'BENCH_BATCHES', 'BENCH_CONNECTIONS', 'BENCH_CONCURRENCY', 'BENCH_SELFTEST', 'BENCH_WEBHOOK_ENDPOINTS']
     .filter((name) => process.env[name] !== undefined)
     .map((name) => `${name}=${JSON.stringify(process.env[name])}`);
   const ingest = ['INGEST_MAX_TRANSACTIONS', 'INGEST_GROUP_MAX_BATCHES', 'INGEST_GROUP_MAX_EVENTS', 'DB_POOL_SIZE']
