@@ -1,18 +1,15 @@
-import type { Server } from 'node:http';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
-import { createApp } from '../src/app.ts';
-import { createLogger } from '../src/logger.ts';
 import { launchBrowserOrSkip } from './helpers/browser.ts';
-import { testConfig, testDatabase } from './helpers/hooks.ts';
-import { freePort } from './helpers/server-process.ts';
+import { listenTestApp } from './helpers/app.ts';
+import { testDatabase } from './helpers/hooks.ts';
 import { createUserFixture, type UserFixture } from './helpers/fixtures.ts';
 
 /** The local checkout as a person uses it: headless Chromium against a real listening server. */
 describe('local checkout in a browser (headless Chromium)', function () {
   this.timeout(60_000);
   let browser: Browser;
-  let server: Server;
+  let listening: Awaited<ReturnType<typeof listenTestApp>> | undefined;
   let baseUrl: string;
   let user: UserFixture;
   let page: Page;
@@ -20,21 +17,12 @@ describe('local checkout in a browser (headless Chromium)', function () {
 
   before(async function () {
     browser = await launchBrowserOrSkip(this);
-    const port = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    const database = testDatabase();
-    const app = await createApp({
-      config: { ...testConfig(), billing: { ...testConfig().billing, provider: 'local', publicBaseUrl: baseUrl } },
-      logger: createLogger('silent'),
-      orm: database.orm,
-      database,
-    });
-    server = app.listen(port, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
+    listening = await listenTestApp();
+    baseUrl = listening.baseUrl;
   });
   after(async () => {
     await browser?.close();
-    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+    await listening?.close();
   });
   beforeEach(async () => {
     user = await createUserFixture();

@@ -3,20 +3,17 @@
 // DOM types for the callbacks that run in the page (page.evaluate).
 import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
-import { createApp } from '../src/app.ts';
 import { buildConsole } from '../src/console/bundle.ts';
 import { liveStreamsOf } from '../src/live/live-streams.ts';
-import { createLogger } from '../src/logger.ts';
 import { minimalEvent } from './fixtures/events.ts';
 import { launchBrowserOrSkip } from './helpers/browser.ts';
 import { createUserFixture, type UserFixture } from './helpers/fixtures.ts';
-import { testConfig, testDatabase } from './helpers/hooks.ts';
-import { freePort } from './helpers/server-process.ts';
+import { listenTestApp } from './helpers/app.ts';
+import { testDatabase } from './helpers/hooks.ts';
 import { rememberSecret } from './helpers/secret-scan.ts';
 
 const require = createRequire(import.meta.url);
@@ -31,8 +28,7 @@ const SCREENSHOTS = path.join(import.meta.dirname, '..', 'test-results', 'screen
 describe('console in a browser (headless Chromium)', function () {
   this.timeout(120_000);
   let browser: Browser;
-  let server: Server;
-  let app: Awaited<ReturnType<typeof createApp>>;
+  let listening: Awaited<ReturnType<typeof listenTestApp>> | undefined;
   let baseUrl: string;
   let user: UserFixture;
   let page: Page;
@@ -42,22 +38,13 @@ describe('console in a browser (headless Chromium)', function () {
     browser = await launchBrowserOrSkip(this);
     await buildConsole();
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    const port = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    const database = testDatabase();
-    app = await createApp({
-      config: { ...testConfig(), billing: { ...testConfig().billing, provider: 'local', publicBaseUrl: baseUrl } },
-      logger: createLogger('silent'),
-      orm: database.orm,
-      database,
-    });
-    server = app.listen(port, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
+    listening = await listenTestApp();
+    baseUrl = listening.baseUrl;
   });
   after(async () => {
     await browser?.close();
-    await liveStreamsOf(app)?.close();
-    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+    if (listening) await liveStreamsOf(listening.app)?.close();
+    await listening?.close();
   });
   beforeEach(async () => {
     user = await createUserFixture();

@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { Writable } from 'node:stream';
 import supertest from 'supertest';
 import type { Config } from '../../src/config.ts';
@@ -5,6 +6,7 @@ import { createApp } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { testConfig, testDatabase } from './hooks.ts';
 import { captureLog } from './secret-scan.ts';
+import { freePort } from './free-port.ts';
 
 /** A test app on the shared test database, and every line it logged. */
 export interface TestApp {
@@ -36,4 +38,20 @@ export async function createTestApp(
     database: databaseOverride ?? database,
   });
   return { request: supertest(app.callback()), logs };
+}
+
+/** The app listening on a free loopback port with the local checkout (for browsers); `close` stops it. */
+export async function listenTestApp(): Promise<{ app: Awaited<ReturnType<typeof createApp>>; baseUrl: string; close(): Promise<void> }> {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const database = testDatabase();
+  const app = await createApp({
+    config: { ...testConfig(), billing: { ...testConfig().billing, provider: 'local', publicBaseUrl: baseUrl } },
+    logger: createLogger('silent'),
+    orm: database.orm,
+    database,
+  });
+  const server: Server = app.listen(port, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  return { app, baseUrl, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
