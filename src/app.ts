@@ -107,7 +107,9 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const conversationInfos = new ConversationInfoService(orm.em, logger, observeSpend);
   const spend = new SpendService(orm.em);
   const verifiedModels = new VerifiedModelService(orm.em);
-  const workspaces = createWorkspaceService(config, orm.em, logger);
+  // One keyring for every service that seals secrets (workspaces, webhook endpoints): loaded and warned about once.
+  const secretBox = secretBoxFor(config, logger);
+  const workspaces = createWorkspaceService(config, orm.em, secretBox);
   const billing = createBillingService(orm.em, config.billing, logger);
   const checkMetricsToken = metricsTokenChecker(config.metricsToken);
   // LISTEN needs a session of its own: straight to PostgreSQL, not through a transaction pooler.
@@ -119,7 +121,6 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     credentialCheckMs: config.liveStreamCredentialCheckMs,
   }, logger, (ids) => authenticator.stillValid(ids));
   const streamTickets = new StreamTickets(orm.em, config.liveStreamTicketTtlMs);
-  const secretBox = secretBoxFor(config, logger);
   const webhookEndpoints = new WebhookEndpointService(orm.em, secretBox, config.outboundWebhooks);
   // Built here, started by main.ts (or a test): the worker is the app's only background consumer.
   const deliveryWorker = new DeliveryWorker(orm.em, deps.database.listenUrl ?? orm.config.get('clientUrl')!, secretBox, config.outboundWebhooks, logger, {

@@ -19,11 +19,11 @@ export function secretBoxFor(config: Config, logger?: Logger): SecretBox {
 }
 
 /** The workspace service as the configuration asks for it (tracker verification when a base URL is set). */
-export function createWorkspaceService(config: Config, em: EntityManager, logger?: Logger): WorkspaceService {
+export function createWorkspaceService(config: Config, em: EntityManager, secretBox: SecretBox = secretBoxFor(config)): WorkspaceService {
   const tracker = config.issueTrackerBaseUrl
     ? new HttpIssueTracker(config.issueTrackerBaseUrl, config.issueTrackerTimeoutMs)
     : undefined;
-  return new WorkspaceService(em, secretBoxFor(config, logger), tracker);
+  return new WorkspaceService(em, secretBox, tracker);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { consoleAssets } from '../../console/bundle.ts';
 import { CONSOLE_HTML, CONSOLE_PAGE_HEADERS } from '../../console/page.ts';
-import type { OperationHandlers } from '../context.ts';
+import type { KoaContext, OperationHandlers } from '../context.ts';
 
 /** Handlers of the `console` tag: the web console's page and its two assets. */
 export function consoleHandlers(): OperationHandlers {
@@ -12,18 +12,18 @@ export function consoleHandlers(): OperationHandlers {
       ctx.body = CONSOLE_HTML;
     },
     async getConsoleScript(_operation, ctx) {
-      const { script } = await consoleAssets();
-      ctx.status = 200;
-      ctx.type = 'text/javascript; charset=utf-8';
-      ctx.set({ 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' });
-      ctx.body = script;
+      serveAsset(ctx, 'text/javascript; charset=utf-8', (await consoleAssets()).script);
     },
     async getConsoleStyles(_operation, ctx) {
-      const { styles } = await consoleAssets();
-      ctx.status = 200;
-      ctx.type = 'text/css; charset=utf-8';
-      ctx.set({ 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' });
-      ctx.body = styles;
+      serveAsset(ctx, 'text/css; charset=utf-8', (await consoleAssets()).styles);
     },
   };
+}
+
+/** A built asset of the console: revalidated on every load (a rebuild changes it under the same name). */
+function serveAsset(ctx: KoaContext, type: string, body: Buffer): void {
+  ctx.status = 200;
+  ctx.type = type;
+  ctx.set({ 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' });
+  ctx.body = body;
 }
