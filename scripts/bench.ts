@@ -22,6 +22,7 @@ import fs from 'node:fs';
 import { freePort } from '../test/helpers/free-port.ts';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { AbstractSqlConnection } from '@mikro-orm/postgresql';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { createLogger } from '../src/logger.ts';
@@ -110,6 +111,142 @@ async function subscribeEndpoints(databaseUrl: string, email: string, count: num
   return child;
 }
 
+/** The project's and the peer's events/s per batch, read from the kit's table. */
+function eventsPerSecond(table: string): Map<number, { project?: number; peer?: number }> {
+  const rows = new Map<number, { project?: number; peer?: number }>();
+  for (const line of table.split('\n')) {
+    const cells = line.split('|').map((cell) => cell.trim());
+    const [batch, who, , events] = cells.slice(1);
+    if (!batch || !/^\d+$/.test(batch) || (who !== 'project' && who !== 'peer') || !/^[\d.]+$/.test(events ?? '')) continue;
+    rows.set(Number(batch), { ...rows.get(Number(batch)), [who]: Number(events) });
+  }
+  return rows;
+}
+
+function printComparison(count: number, without: string, withEndpoints: string, drain: Drain): void {
+  const a = eventsPerSecond(without);
+  const b = eventsPerSecond(withEndpoints);
+  const ratio = (x?: number, y?: number) => (x && y ? (x / y).toFixed(2) : 'n/a');
+  console.log(`\nThe same server, run again with ${count} outbound endpoints subscribed to \`conversation.events\` (a local sink answering 204):\n`);
+  console.log(withEndpoints.split(/\n\s*\n/)[0]);
+  console.log('\n| batch | events/s without | events/s with | with / without | ×peer without | ×peer with |');
+  console.log('|------:|-----------------:|--------------:|---------------:|--------------:|-----------:|');
+  for (const [batch, before] of a) {
+    const after = b.get(batch) ?? {};
+    console.log(
+      `| ${batch} | ${before.project ?? 'n/a'} | ${after.project ?? 'n/a'} | ${ratio(after.project, before.project)} | ${ratio(before.project, before.peer)} | ${ratio(after.project, after.peer)} |`,
+    );
+  }
+  console.log(
+    `\nDeliveries: ${drain.messages} messages to ${drain.deliveries} deliveries; at the end of the kit's run ${drain.pendingAtEnd} were not delivered yet, ` +
+      `then ${drain.drained} were delivered in ${drain.seconds.toFixed(1)} s (${Math.round(drain.drained / Math.max(drain.seconds, 0.001))}/s, no ingestion)` +
+      `${drain.pendingAfter > 0 ? `, ${drain.pendingAfter} still pending when the bench stopped waiting` : ''}.`,
+  );
+}
+
+interface AlternatedRound {
+  batch: number;
+  round: number;
+  without: number;
+  with: number;
+}
+
+/**
+ * The project alone, with and without the endpoints, slice by slice (BENCH_ALTERNATE_ROUNDS rounds of
+ * BENCH_ALTERNATE_SECONDS each way per batch, ABBA order): on a machine whose disk and neighbours make
+ * two runs minutes apart differ by more than the 10 % to be shown, slices seconds apart agree.
+ * Without = the endpoints disabled (the triggers then store no message).
+ */
+async function alternate(connection: AbstractSqlConnection, ownerId: string, serverUrl: string, sessionKey: string): Promise<AlternatedRound[]> {
+  const rounds = Number(process.env.BENCH_ALTERNATE_ROUNDS ?? 4);
+  const seconds = process.env.BENCH_ALTERNATE_SECONDS ?? '5';
+  const batches = (process.env.BENCH_BATCHES ?? '1 5 100').split(/\s+/).filter(Boolean).map(Number);
+  const slice = async (batch: number, enabled: boolean): Promise<number> => {
+    await connection.execute('update webhook_endpoints set disabled = ? where owner_id = ?', [!enabled, ownerId]);
+    const args = [path.join(KIT, 'load.mjs'), serverUrl, sessionKey, '--batch', String(batch), '--seconds', seconds];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    if (code !== 0) throw new Error(`load.mjs exited with ${code}`);
+    return (JSON.parse(output.trim().split('\n').at(-1)!) as { events_per_s: number }).events_per_s;
+  };
+  const results: AlternatedRound[] = [];
+  for (const batch of batches) {
+    for (let round = 1; round <= rounds; round++) {
+      process.stderr.write(`alternating, batch ${batch}, round ${round}/${rounds}\n`);
+      const withFirst = round % 2 === 0;
+      const first = await slice(batch, withFirst);
+      const second = await slice(batch, !withFirst);
+      results.push({ batch, round, without: withFirst ? second : first, with: withFirst ? first : second });
+    }
+  }
+  await connection.execute('update webhook_endpoints set disabled = false where owner_id = ?', [ownerId]);
+  return results;
+}
+
+function printAlternated(count: number, rounds: AlternatedRound[]): void {
+  const median = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const middle = Math.floor(sorted.length / 2);
+    return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  };
+  console.log(`\nAlternating slices on the same server (the kit's \`load.mjs\`, ${process.env.BENCH_ALTERNATE_SECONDS ?? 5} s each, ABBA order), ${count} endpoints enabled or disabled:\n`);
+  console.log('| batch | events/s without (each round) | events/s with (each round) | with / without per round | median |');
+  console.log('|------:|---|---|---|---:|');
+  for (const batch of [...new Set(rounds.map((r) => r.batch))]) {
+    const mine = rounds.filter((r) => r.batch === batch);
+    const ratios = mine.map((r) => r.with / r.without);
+    console.log(
+      `| ${batch} | ${mine.map((r) => Math.round(r.without)).join(', ')} | ${mine.map((r) => Math.round(r.with)).join(', ')} | ` +
+        `${ratios.map((r) => r.toFixed(2)).join(', ')} | **${median(ratios).toFixed(2)}** |`,
+    );
+  }
+}
+
+interface Drain {
+  messages: number;
+  deliveries: number;
+  pendingAtEnd: number;
+  drained: number;
+  pendingAfter: number;
+  seconds: number;
+}
+
+/** Waits (up to BENCH_DRAIN_SECONDS, 120) until every message of the bench user is delivered: the delivery rate without ingestion. */
+async function waitForDeliveries(connection: AbstractSqlConnection, ownerId: string): Promise<Drain> {
+  const limitMs = Number(process.env.BENCH_DRAIN_SECONDS ?? 120) * 1000;
+  const count = async () => {
+    const [row] = await connection.execute<{ messages: number; deliveries: number; pending: number }[]>(
+      `select (select count(*) from webhook_messages where owner_id = ?)::integer as messages,
+              (select count(*) from webhook_deliveries d join webhook_messages m on m.id = d.message_id where m.owner_id = ?)::integer as deliveries,
+              (select coalesce(sum(n), 0) from (
+                 select count(*) * (select count(*) from webhook_endpoints e where e.owner_id = ? and not e.disabled) as n
+                 from webhook_messages where owner_id = ? and not fanned_out
+                 union all
+                 select count(*) from webhook_deliveries d join webhook_messages m on m.id = d.message_id
+                 where m.owner_id = ? and d.state = 'pending') pending)::integer as pending`,
+      [ownerId, ownerId, ownerId, ownerId, ownerId],
+    );
+    return row!;
+  };
+  const start = performance.now();
+  const first = await count();
+  let last = first;
+  while (last.pending > 0 && performance.now() - start < limitMs) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    last = await count();
+  }
+  return {
+    messages: last.messages,
+    deliveries: last.deliveries,
+    pendingAtEnd: first.pending,
+    drained: first.pending - last.pending,
+    pendingAfter: last.pending,
+    seconds: (performance.now() - start) / 1000,
+  };
+}
+
 async function main(): Promise<void> {
   if (!fs.existsSync(path.join(KIT, 'run-all.sh'))) {
     throw new Error(`no bench kit at ${KIT} (set BENCH_KIT to the directory holding run-all.sh)`);
@@ -131,10 +268,10 @@ async function main(): Promise<void> {
     hashSecret(sessionKey),
   ]);
 
-  const endpoints = await subscribeEndpoints(database.url, `bench-${ownerId}@example.com`, Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 0));
+  const endpointCount = Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 0);
   const port = Number(process.env.BENCH_PORT ?? (await freePort()));
   const url = `http://127.0.0.1:${port}`;
-  const outbound = endpoints ? { OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true', OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true' } : {};
+  const outbound = endpointCount > 0 ? { OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true', OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true' } : {};
   const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, ...outbound, DATABASE_URL: database.url, PORT: String(port), LOG_LEVEL: 'warn' },
@@ -144,10 +281,22 @@ async function main(): Promise<void> {
   const openLoopRate = Number(process.env.BENCH_OPEN_LOOP_RATE ?? 1000);
   const openLoopRuns = Number(process.env.BENCH_OPEN_LOOP_RUNS ?? 3);
   let result: { table: string; notes: string[] };
+  let subscribed: { table: string; notes: string[] } | undefined;
+  let drain: Drain | undefined;
+  let alternated: AlternatedRound[] = [];
   const openLoop: OpenLoopRun[] = [];
+  let endpoints: ChildProcess | undefined;
   try {
     await waitForReady(url);
     result = await runKit(database.url, url, sessionKey);
+    if (endpointCount > 0) {
+      // The same server, again, with the endpoints subscribed: both tables come from one run.
+      process.stderr.write(`again with ${endpointCount} outbound endpoints subscribed to conversation.events\n`);
+      endpoints = await subscribeEndpoints(database.url, `bench-${ownerId}@example.com`, endpointCount);
+      subscribed = await runKit(database.url, url, sessionKey);
+      drain = await waitForDeliveries(connection, ownerId);
+      alternated = await alternate(connection, ownerId, url, sessionKey);
+    }
     for (let run = 0; openLoopRate > 0 && run < openLoopRuns; run++) {
       process.stderr.write(`open loop ${run + 1}/${openLoopRuns}: ${openLoopRate} req/s of batch 5\n`);
       openLoop.push(await runOpenLoop(url, sessionKey, openLoopRate, process.env.BENCH_SECONDS ?? '10'));
@@ -155,6 +304,12 @@ async function main(): Promise<void> {
   } finally {
     await stop(server);
     if (endpoints) await stop(endpoints);
+    // Queue jobs of the bench's messages too: the next run's worker would otherwise work through them.
+    await connection.execute(
+      `delete from pgboss.job j using webhook_messages m where j.name = 'webhook-delivery' and m.id = j.data->>'message_id' and m.owner_id = ?`,
+      [ownerId],
+    );
+    await connection.execute('delete from webhook_messages where owner_id = ?', [ownerId]);
     await connection.execute('delete from conversation_events where conversation_id in (select id from conversations where owner_id = ?)', [ownerId]);
     await connection.execute('delete from conversations where owner_id = ?', [ownerId]);
     await connection.execute('delete from credentials where user_id = ?', [ownerId]);
@@ -174,6 +329,8 @@ async function main(): Promise<void> {
   for (const note of result.notes) console.log(`${note}.`);
   console.log(`\n${table}\n`);
   for (const line of (ratios ?? '').trim().split('\n').filter(Boolean)) console.log(`- ${line}`);
+  if (subscribed) printComparison(endpointCount, result.table, subscribed.table, drain!);
+  if (alternated.length > 0) printAlternated(endpointCount, alternated);
   if (openLoop.length === 0) return;
   console.log(`\nOpen loop, ${openLoopRate} requests/s of batch 5 (the kit's \`load.mjs --rate\`, 3 s warm-up each), same server:\n`);
   console.log('| run | served req/s | p50 ms | p99 ms | non2xx | errors |');

@@ -42,6 +42,7 @@ import { SpendService } from './spend/spend-service.ts';
 import type { ChargeOutcome } from './spend/spend-ledger.ts';
 import { outboundWebhookHandlers } from './api/handlers/outbound-webhooks.ts';
 import { WebhookEndpointService } from './outbound/webhook-endpoint-service.ts';
+import { IngestPressure } from './outbound/ingest-pressure.ts';
 import { DeliveryWorker, registerDeliveryWorker } from './outbound/delivery-worker.ts';
 import { secretBoxFor } from './workspaces/setup.ts';
 
@@ -123,9 +124,16 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const streamTickets = new StreamTickets(orm.em, config.liveStreamTicketTtlMs);
   const webhookEndpoints = new WebhookEndpointService(orm.em, secretBox, config.outboundWebhooks);
   // Built here, started by main.ts (or a test): the worker is the app's only background consumer.
-  const deliveryWorker = new DeliveryWorker(orm.em, deps.database.listenUrl ?? orm.config.get('clientUrl')!, secretBox, config.outboundWebhooks, logger, {
-    attempt: (type, outcome, seconds) => metrics.recordOutboundAttempt(type, outcome, seconds),
-  });
+  const ingestPressure = new IngestPressure(config.outboundWebhooks.yieldAboveBatchesPerSecond);
+  const deliveryWorker = new DeliveryWorker(
+    orm.em,
+    deps.database.listenUrl ?? orm.config.get('clientUrl')!,
+    secretBox,
+    config.outboundWebhooks,
+    logger,
+    { attempt: (type, outcome, seconds) => metrics.recordOutboundAttempt(type, outcome, seconds) },
+    ingestPressure,
+  );
   metrics.trackOutboundQueueDepth(async () => {
     const rows = await orm.em.getConnection().execute<{ pending: number }[]>(
       // Deliveries due, plus messages not fanned out yet (their deliveries do not exist yet).
@@ -137,7 +145,10 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),
-    ...webhookHandlers(conversations, conversationInfos, (kinds, result) => metrics.recordWebhookBatch(kinds, result)),
+    ...webhookHandlers(conversations, conversationInfos, (kinds, result) => {
+      metrics.recordWebhookBatch(kinds, result);
+      ingestPressure.note();
+    }),
     ...conversationHandlers(conversations),
     ...verifiedModelHandlers(verifiedModels),
     ...superAdminHandlers(identity),

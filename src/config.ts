@@ -147,10 +147,14 @@ export interface OutboundWebhookConfig {
   readonly disableAfterMs: number;
   /** `OUTBOUND_WEBHOOK_ROTATION_OVERLAP_HOURS`: how long the previous secret still signs after a rotation. */
   readonly rotationOverlapMs: number;
-  /** `OUTBOUND_WEBHOOK_CONCURRENCY`: deliveries in flight per instance. */
+  /** `OUTBOUND_WEBHOOK_CONCURRENCY`: queue workers per instance, each running up to 4 jobs at once (a job: one message to its endpoints, or one retry). */
   readonly concurrency: number;
   /** `OUTBOUND_WEBHOOK_POLL_MS`: how often an idle worker looks for due deliveries. */
   readonly pollMs: number;
+  /** `OUTBOUND_WEBHOOK_DISPATCH_MS`: how often a worker looks for new messages to fan out (the outbox). */
+  readonly dispatchMs: number;
+  /** `OUTBOUND_WEBHOOK_YIELD_ABOVE`: webhook batches a second above which delivery yields to ingestion (0: never). */
+  readonly yieldAboveBatchesPerSecond: number;
   /** `OUTBOUND_WEBHOOK_WORKER=false`: this instance enqueues but does not deliver. */
   readonly worker: boolean;
 }
@@ -321,6 +325,8 @@ function loadOutboundWebhookConfig(env: Env): OutboundWebhookConfig {
     rotationOverlapMs: integer(env, 'OUTBOUND_WEBHOOK_ROTATION_OVERLAP_HOURS', 24, 0, 720) * 3_600_000,
     concurrency: integer(env, 'OUTBOUND_WEBHOOK_CONCURRENCY', 8, 1, 1_000),
     pollMs: integer(env, 'OUTBOUND_WEBHOOK_POLL_MS', 1_000, 500, 60_000),
+    dispatchMs: integer(env, 'OUTBOUND_WEBHOOK_DISPATCH_MS', 200, 10, 60_000),
+    yieldAboveBatchesPerSecond: integer(env, 'OUTBOUND_WEBHOOK_YIELD_ABOVE', 20, 0, 1_000_000),
     worker: env.OUTBOUND_WEBHOOK_WORKER === undefined ? true : flag(env, 'OUTBOUND_WEBHOOK_WORKER'),
   });
 }

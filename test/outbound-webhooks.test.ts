@@ -19,6 +19,8 @@ import { minimalEvent } from './fixtures/events.ts';
 class Receiver {
   readonly requests: { url: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
   answers: number[] = [];
+  /** The body of every answer. */
+  answerBody = 'ok';
   /** Requests are held (never answered) while true. */
   hang = false;
   private server = http.createServer((request, response) => {
@@ -28,7 +30,7 @@ class Receiver {
       this.requests.push({ url: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
       if (this.hang) return;
       response.statusCode = this.answers.shift() ?? 200;
-      response.end('ok');
+      response.end(this.answerBody);
     });
   });
   port = 0;
@@ -60,6 +62,7 @@ const FAST: Partial<OutboundWebhookConfig> = {
   retryScheduleMs: [0, 300, 300, 300],
   timeoutMs: 2_000,
   pollMs: 500,
+  dispatchMs: 50,
   concurrency: 4,
 };
 
@@ -299,6 +302,18 @@ describe('outbound webhooks', function () {
       for (const request of receiver.requests) verify(secret, request);
     });
 
+    it('logs a response excerpt holding a NUL character (which PostgreSQL text refuses) with U+FFFD in its place', async () => {
+      const { id } = await createEndpoint({ url: receiver.url });
+      receiver.answers = [500];
+      receiver.answerBody = 'bad\u0000answer';
+      await startWorker(app);
+      await app.request.post(`/api/v1/webhook-endpoints/${id}/test`).set(auth()).expect(202);
+      expect(await waitFor(async () => (await messages(id))[0]!.state === 'succeeded', 15_000)).to.equal(true);
+      const log = (await app.request.get(`/api/v1/webhook-endpoints/${id}/messages/${(await messages(id))[0]!.id}/attempts`).set(auth()).expect(200))
+        .body.items as { status_code: number; response_excerpt: string }[];
+      expect(log.map((a) => [a.status_code, a.response_excerpt])).to.deep.equal([[500, 'bad\ufffdanswer'], [200, 'bad\ufffdanswer']]);
+    });
+
     it('marks the message failed after the last attempt; retry queues one more', async () => {
       const { id } = await createEndpoint({ url: receiver.url });
       receiver.answers = [500, 500, 500, 500];
@@ -477,7 +492,7 @@ describe('outbound webhooks', function () {
       expect((await sql(`select count(*)::integer as n from pgboss.job where name = 'webhook-delivery'`))[0]!.n).to.equal(0);
     });
 
-    it('webhook_enqueue (SQL, for other features) stores one message and one fan-out job per transaction', async () => {
+    it('webhook_enqueue (SQL, for other features) stores one message per cause and no job: the outbox poll delivers them', async () => {
       const { id } = await createEndpoint({ url: receiver.url });
       const knex = testDatabase().orm.em.getConnection().getKnex();
       const counts = await knex.transaction(async (trx) => {
@@ -486,7 +501,8 @@ describe('outbound webhooks', function () {
         return [a.rows[0].n, b.rows[0].n];
       });
       expect(counts).to.deep.equal([1, 1]);
-      expect((await sql(`select count(*)::integer as n from pgboss.job where name = 'webhook-delivery'`))[0]!.n).to.equal(1);
+      expect((await sql(`select count(*)::integer as n from webhook_messages where not fanned_out`))[0]!.n).to.equal(2);
+      expect((await sql(`select count(*)::integer as n from pgboss.job where name = 'webhook-delivery'`))[0]!.n).to.equal(0);
       await startWorker(app);
       expect(await waitFor(async () => (await messages(id)).filter((m) => m.state === 'succeeded').length === 2, 15_000)).to.equal(true);
       expect(receiver.requests.map((r) => JSON.parse(r.body).data.n).sort()).to.deep.equal([1, 2]);

@@ -483,7 +483,7 @@ describe('search and export', () => {
       const id = randomUUID();
       await deliver(id, eventsNumbered(0, 25));
       const chunks: string[] = [];
-      for await (const chunk of conversationExport(testDatabase().orm.em.fork(), id, { pageBytes: 1 })) chunks.push(chunk);
+      for await (const chunk of conversationExport(testDatabase().orm.em.fork(), id, { pageBytes: 1 })) chunks.push(chunk.toString('utf8'));
       // One line per chunk after the header: a page of one event each.
       expect(chunks).to.have.length(26);
       const seqs = chunks.slice(1).map((chunk) => JSON.parse(chunk).seq);

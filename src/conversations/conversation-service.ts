@@ -334,10 +334,10 @@ export class ConversationService {
   }
 
   /**
-   * The whole conversation as NDJSON text chunks (see `conversationExport`), once `principal` is
+   * The whole conversation as NDJSON chunks of whole lines (see `conversationExport`), once `principal` is
    * known to own it: a 403 or 404 comes before anything is streamed.
    */
-  async exportConversation(principal: Principal, conversationId: string): Promise<{ id: string; chunks: AsyncIterable<string> }> {
+  async exportConversation(principal: Principal, conversationId: string): Promise<{ id: string; chunks: AsyncIterable<Buffer> }> {
     const conversation = await this.findOwned(principal, conversationId);
     return { id: conversation.id, chunks: conversationExport(this.em, conversation.id) };
   }

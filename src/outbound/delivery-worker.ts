@@ -1,11 +1,12 @@
-import { PgBoss, type Job } from 'pg-boss';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { PgBoss } from 'pg-boss';
+import type { EntityManager, Knex } from '@mikro-orm/postgresql';
 import type { OutboundWebhookConfig } from '../config.ts';
 import type { SecretBox } from '../crypto/secret-box.ts';
 import type { Logger } from '../logger.ts';
 import { queueAttempt } from './jobs.ts';
 import { DELIVERY_SELECT, type EndpointRow, type MessageRow } from './mapper.ts';
 import { post, type SendResult } from './http-sender.ts';
+import { OutboundGate, type IngestPressure } from './ingest-pressure.ts';
 import { DELIVERY_QUEUE, QUEUE_SCHEMA } from './queue-schema.ts';
 import { signature } from './signing.ts';
 import { RefusedTargetError, resolveTarget } from './target-guard.ts';
@@ -16,13 +17,14 @@ export const MAX_EVENTS_BODY_BYTES = 256 * 1024;
 
 /** Messages fanned out per transaction. */
 const FANOUT_BATCH = 100;
+/** Jobs one worker fetches at once and runs together (each a message to its endpoints, or a retry). */
+const JOBS_PER_FETCH = 4;
 
 /**
- * What one delivery job names: `{"fanout": "pending"}`, queued by `webhook_enqueue` once per
- * transaction that stored messages (fan out every message not fanned out yet), or attempt `attempt`
- * of a message to one endpoint. Jobs
- * queued before the fan-out migration name a message (or several, `message_ids`) without an
- * endpoint: each such message has exactly one delivery.
+ * What one delivery job names: the first attempt of a message to every endpoint it was fanned out to
+ * (`{message_id, attempt: 1}`, queued by the fan-out), or attempt `attempt` of a message to one
+ * endpoint (a retry, `endpoint_id` set). `{"fanout": "pending"}` and `message_ids` are jobs queued
+ * before Migration20261125080000_webhook_outbox; they are still honoured.
  */
 interface DeliveryJob {
   fanout?: string;
@@ -41,15 +43,33 @@ export interface DeliveryObserver {
 
 type Row = MessageRow & Pick<EndpointRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_until' | 'disabled'>;
 
+/** One attempt made, before it is recorded. */
+interface Attempt {
+  row: Row;
+  attempt: number;
+  startedAt: Date;
+  result: SendResult;
+  refused: boolean;
+}
+
 /**
- * Delivers queued messages: pg-boss hands each attempt's job to one worker of one instance (its
- * `SKIP LOCKED` fetch); an attempt's outcome, the next attempt's job and the job's completion are
- * one transaction. A process killed during an attempt leaves the job `active`; pg-boss expires it
- * after `expire_seconds` and hands it out again, so the attempt is made again, never lost.
+ * Delivers queued messages: fans the outbox out, and fetches jobs in `concurrency` loops; pg-boss
+ * hands each job to one loop of one instance (its `SKIP LOCKED` fetch). A job's outcomes and the next
+ * attempts' jobs are one transaction, and the job is completed after it. A process killed during an
+ * attempt leaves the job `active`; pg-boss expires it after `expire_seconds` and hands it out again,
+ * so the attempt is made again, never lost.
  */
 export class DeliveryWorker {
   private boss: PgBoss | undefined;
+  private running = false;
+  private loops: Promise<void>[] = [];
+  /** Idle fetch loops, woken when the fan-out has queued jobs. */
+  private readonly idlers = new Set<() => void>();
+  private dispatchTimer: NodeJS.Timeout | undefined;
+  private dispatching: Promise<void> | undefined;
+  private readonly gate: OutboundGate;
 
+  /** `pressure`: this instance's webhook ingestion, which delivery yields to when busy (see ingest-pressure.ts). */
   constructor(
     private readonly em: EntityManager,
     private readonly databaseUrl: string,
@@ -57,7 +77,10 @@ export class DeliveryWorker {
     private readonly config: OutboundWebhookConfig,
     private readonly log: Logger,
     private readonly observer?: DeliveryObserver,
-  ) {}
+    pressure?: IngestPressure,
+  ) {
+    this.gate = new OutboundGate(pressure);
+  }
 
   /** Seconds after which an attempt's job that was not completed (its process died) is handed out again. */
   get expireSeconds(): number {
@@ -80,42 +103,109 @@ export class DeliveryWorker {
     this.boss = boss;
     await boss.start();
     await boss.updateQueue(DELIVERY_QUEUE, { expireInSeconds: expire, retryLimit: 5, retryDelay: 1 });
-    await boss.work<DeliveryJob>(
-      DELIVERY_QUEUE,
-      { localConcurrency: this.config.concurrency, batchSize: 1, pollingIntervalSeconds: this.config.pollMs / 1000 },
-      async (jobs: Job<DeliveryJob>[]) => {
-        for (const job of jobs) {
-          if (job.data.fanout !== undefined) {
-            await this.fanOutPending();
-            continue;
-          }
-          const ids = job.data.message_ids ?? [job.data.message_id!];
-          await Promise.all(ids.map((id) => this.deliver({ message_id: id, endpoint_id: job.data.endpoint_id, attempt: job.data.attempt ?? 1 })));
-        }
-      },
-    );
-    this.log.info({ concurrency: this.config.concurrency }, 'webhook delivery worker started');
+    this.running = true;
+    this.loops = Array.from({ length: this.config.concurrency }, () => this.fetchLoop());
+    this.scheduleDispatch(0);
+    this.log.info({ concurrency: this.config.concurrency, dispatchMs: this.config.dispatchMs }, 'webhook delivery worker started');
   }
 
-  /** Stops fetching, waits for attempts in flight (up to `graceMs`), closes the pool. */
+  /**
+   * One of `concurrency` loops: takes its turn at the gate, then fetches up to `JOBS_PER_FETCH` jobs
+   * (pg-boss's `SKIP LOCKED` fetch), runs them together, and completes or fails each. Jobs are fetched
+   * only once the turn has come, so none waits at the gate while pg-boss counts down its expiry. An
+   * empty or short fetch rests `pollMs`, or until the fan-out queues jobs.
+   */
+  private async fetchLoop(): Promise<void> {
+    while (this.running) {
+      let fetched = 0;
+      try {
+        fetched = await this.gate.run(async () => {
+          const jobs = this.running && this.boss ? await this.boss.fetch<DeliveryJob>(DELIVERY_QUEUE, { batchSize: JOBS_PER_FETCH }) : [];
+          const outcomes = await Promise.allSettled(jobs.map((job) => this.run(job.data)));
+          const done = jobs.filter((_, i) => outcomes[i]!.status === 'fulfilled').map((job) => job.id);
+          if (done.length > 0) await this.boss!.complete(DELIVERY_QUEUE, done);
+          for (const [i, outcome] of outcomes.entries()) {
+            if (outcome.status === 'fulfilled') continue;
+            this.log.error({ err: outcome.reason, jobId: jobs[i]!.id }, 'webhook delivery job failed; the queue retries it');
+            await this.boss!.fail(DELIVERY_QUEUE, jobs[i]!.id, { message: String((outcome.reason as Error)?.message ?? outcome.reason) });
+          }
+          return jobs.length;
+        });
+      } catch (error) {
+        if (this.running) this.log.error({ err: error }, 'webhook queue fetch failed');
+      }
+      if (fetched < JOBS_PER_FETCH && this.running) await this.rest();
+    }
+  }
+
+  private rest(): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.idlers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, this.config.pollMs);
+      this.idlers.add(wake);
+    });
+  }
+
+  private wakeIdlers(): void {
+    for (const wake of [...this.idlers]) wake();
+  }
+
+  /** `{fanout}` jobs of earlier versions: the outbox poll fans their messages out, so they are done. */
+  private async run(job: DeliveryJob): Promise<void> {
+    if (job.fanout !== undefined) return;
+    const ids = job.message_ids ?? [job.message_id!];
+    await Promise.all(ids.map((id) => this.deliver({ message_id: id, endpoint_id: job.endpoint_id, attempt: job.attempt ?? 1 })));
+  }
+
+  /** Stops fanning out and fetching, waits for attempts in flight (up to `graceMs`), closes the pool. */
   async stop(graceMs = 10_000): Promise<void> {
+    this.running = false;
+    clearTimeout(this.dispatchTimer);
+    this.dispatchTimer = undefined;
+    this.wakeIdlers();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all([this.dispatching, ...this.loops]), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
+    this.loops = [];
     await this.boss?.stop({ graceful: true, timeout: graceMs });
     this.boss = undefined;
   }
 
   /**
+   * The outbox poll: every `dispatchMs`, fan out what the ingest transactions stored, then wake this
+   * instance's workers at once rather than at their next poll.
+   */
+  private scheduleDispatch(delayMs: number): void {
+    this.dispatchTimer = setTimeout(() => {
+      this.dispatching = this.fanOutPending()
+        .then((count) => {
+          if (count > 0) this.wakeIdlers();
+        })
+        .catch((error: unknown) => this.log.error({ err: error }, 'webhook fan-out failed'))
+        .finally(() => {
+          this.dispatching = undefined;
+          if (this.running) this.scheduleDispatch(this.config.dispatchMs);
+        });
+    }, delayMs);
+  }
+
+  /**
    * Expands every message not fanned out yet into one delivery per endpoint that wants it — enabled,
    * created no later than the message, its event types and conversation matching — and queues one
-   * job per delivery for its first attempt; `FANOUT_BATCH` messages per transaction, locked with
-   * `SKIP LOCKED` so that instances fanning out at once share them, each message once (`fanned_out`).
-   * A job handed out again after a crash finds what is left; one whose messages another job took
-   * finds nothing. Returns how many messages it fanned out.
+   * job per message for the first attempt to all of them; `FANOUT_BATCH` messages per transaction,
+   * locked with `SKIP LOCKED` so that instances fanning out at once share them, each message once
+   * (`fanned_out`). Messages no endpoint wants any more are marked without a job. Returns how many
+   * messages it fanned out.
    */
   async fanOutPending(): Promise<number> {
     const knex = this.em.getConnection().getKnex();
     let total = 0;
     for (;;) {
-      const count = await knex.transaction(async (trx) => {
+      const count = await this.gate.run(() => knex.transaction(async (trx) => {
         const ids = (
           (await trx.raw(
             'select id from webhook_messages where not fanned_out order by created_at limit ? for update skip locked',
@@ -135,14 +225,14 @@ export class DeliveryWorker {
              returning message_id, endpoint_id
            )
            insert into ${QUEUE_SCHEMA}.job (name, data, retry_limit, retry_delay, expire_seconds, policy)
-           select q.name, jsonb_build_object('message_id', d.message_id, 'endpoint_id', d.endpoint_id, 'attempt', 1),
+           select q.name, jsonb_build_object('message_id', d.message_id, 'attempt', 1),
                   q.retry_limit, q.retry_delay, q.expire_seconds, q.policy
-           from deliveries d cross join ${QUEUE_SCHEMA}.queue q where q.name = ?`,
+           from (select distinct message_id from deliveries) d cross join ${QUEUE_SCHEMA}.queue q where q.name = ?`,
           [ids, DELIVERY_QUEUE],
         );
         await trx.raw('update webhook_messages set fanned_out = true where id = any (?::text[])', [ids]);
         return ids.length;
-      });
+      }));
       total += count;
       if (count < FANOUT_BATCH) return total;
     }
@@ -150,8 +240,8 @@ export class DeliveryWorker {
 
   /**
    * Makes attempt `job.attempt` of the message to the endpoint unless it was made already (by another
-   * instance, or before a crash). Without `endpoint_id` (a job queued before the fan-out migration), to
-   * each of the message's deliveries.
+   * instance, or before a crash). Without `endpoint_id` (a first attempt), to each of the message's
+   * deliveries, in parallel, with the body read once.
    */
   async deliver(job: { message_id: string; endpoint_id?: string; attempt: number }): Promise<void> {
     const knex = this.em.getConnection().getKnex();
@@ -163,11 +253,15 @@ export class DeliveryWorker {
         [job.message_id, job.endpoint_id ?? null, job.endpoint_id ?? null],
       )
     ).rows as Row[];
-    await Promise.all(rows.map((row) => this.attempt(row, job.attempt)));
+    let body: Promise<string> | undefined;
+    const bodyOnce = (row: Row) => (body ??= this.bodyOf(row));
+    const made = await Promise.all(rows.map((row) => this.attempt(row, job.attempt, bodyOnce)));
+    await this.record(made.filter((outcome) => outcome !== undefined));
   }
 
-  private async attempt(row: Row, attempt: number): Promise<void> {
-    if (row.attempts >= attempt || (row.state !== 'pending' && row.attempts + 1 !== attempt)) return;
+  /** Makes the attempt unless it was made already; what it gave, to be recorded. */
+  private async attempt(row: Row, attempt: number, bodyOf: (row: Row) => Promise<string>): Promise<Attempt | undefined> {
+    if (row.attempts >= attempt || (row.state !== 'pending' && row.attempts + 1 !== attempt)) return undefined;
     const startedAt = new Date();
     let result: SendResult;
     let refused = false;
@@ -175,13 +269,13 @@ export class DeliveryWorker {
       result = { statusCode: null, error: 'The endpoint is disabled', responseExcerpt: null, durationMs: 0 };
       refused = true;
     } else {
-      result = await this.send(row);
+      result = await this.send(row, bodyOf);
       refused = result.statusCode === null && result.error?.startsWith('Refused:') === true;
     }
-    await this.record(row, attempt, startedAt, result, refused);
+    return { row, attempt, startedAt, result, refused };
   }
 
-  private async send(row: Row): Promise<SendResult> {
+  private async send(row: Row, bodyOf: (row: Row) => Promise<string>): Promise<SendResult> {
     const url = new URL(row.url);
     let target: { address: string; family: 4 | 6 };
     try {
@@ -191,7 +285,7 @@ export class DeliveryWorker {
       const reason = error instanceof RefusedTargetError ? error.message : `cannot resolve ${url.hostname}`;
       return { statusCode: null, error: `Refused: ${reason}`, responseExcerpt: null, durationMs: 0 };
     }
-    const body = await this.bodyOf(row);
+    const body = await bodyOf(row);
     const timestamp = Math.floor(Date.now() / 1000);
     const secrets = [row.secret];
     if (row.previous_secret && row.previous_secret_until && new Date(row.previous_secret_until) > new Date()) secrets.push(row.previous_secret);
@@ -229,53 +323,102 @@ export class DeliveryWorker {
     return `${head}{${range},"events":[${events.map((e) => e.payload).join(',')}]}}`;
   }
 
-  private async record(row: Row, attempt: number, startedAt: Date, result: SendResult, refused: boolean): Promise<void> {
+  /**
+   * Records the attempts of one job (one message; several endpoints for a first attempt) in one
+   * transaction of set-based statements: the attempt rows, the deliveries' states, the next attempt's
+   * job of each that will be retried, and the endpoints' failure bookkeeping. An attempt another
+   * worker recorded first is left out.
+   */
+  private async record(made: Attempt[]): Promise<void> {
+    if (made.length === 0) return;
     const knex = this.em.getConnection().getKnex();
     const schedule = this.config.retryScheduleMs;
-    const succeeded = result.error === null;
-    const gone = result.statusCode === 410;
-    const more = !succeeded && !gone && attempt < schedule.length;
-    const nextAt = more ? new Date(Date.now() + jitter(schedule[attempt]!)) : null;
-    const outcome: AttemptOutcome = succeeded ? 'succeeded' : gone ? 'gone' : refused && !more ? 'refused' : more ? 'retrying' : 'failed';
-    await knex.transaction(async (trx) => {
-      const inserted = await trx.raw(
-        `insert into webhook_attempts (message_id, endpoint_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
-         values (?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing returning attempt`,
-        [row.id, row.endpoint_id, attempt, startedAt.toISOString(), result.durationMs, result.statusCode, result.error, result.responseExcerpt],
-      );
-      if (inserted.rows.length === 0) return; // another worker recorded this attempt first
-      await trx.raw(
-        `update webhook_deliveries set state = ?, attempts = greatest(attempts, ?), last_status_code = ?, last_error = ?, next_attempt_at = ?
-         where message_id = ? and endpoint_id = ?`,
-        [succeeded ? 'succeeded' : more ? 'pending' : 'failed', attempt, result.statusCode, result.error, nextAt?.toISOString() ?? null, row.id, row.endpoint_id],
-      );
-      if (more) await queueAttempt(trx, row.id, row.endpoint_id, attempt + 1, nextAt!);
-      if (succeeded) {
-        await trx.raw('update webhook_endpoints set failing_since = null where id = ? and failing_since is not null', [row.endpoint_id]);
-      } else if (gone) {
-        await trx.raw(
-          `update webhook_endpoints set disabled = true, disabled_reason = 'The receiver answered 410 Gone', updated_at = now() where id = ?`,
-          [row.endpoint_id],
-        );
-      } else if (!row.disabled) {
-        // Failing since the first failure after the last success; disabled once that is long enough.
-        await trx.raw(
-          `update webhook_endpoints set failing_since = coalesce(failing_since, ?::timestamptz),
-             disabled = coalesce(failing_since, ?::timestamptz) <= now() - (? * interval '1 millisecond'),
-             disabled_reason = case when coalesce(failing_since, ?::timestamptz) <= now() - (? * interval '1 millisecond')
-               then 'Every attempt failed for too long' else disabled_reason end,
-             updated_at = now()
-           where id = ?`,
-          [startedAt.toISOString(), startedAt.toISOString(), this.config.disableAfterMs, startedAt.toISOString(), this.config.disableAfterMs, row.endpoint_id],
-        );
-      }
+    const outcomes = made.map(({ row, attempt, startedAt, result, refused }) => {
+      const succeeded = result.error === null;
+      const gone = result.statusCode === 410;
+      const more = !succeeded && !gone && attempt < schedule.length;
+      const nextAt = more ? new Date(Date.now() + jitter(schedule[attempt]!)) : null;
+      const outcome: AttemptOutcome = succeeded ? 'succeeded' : gone ? 'gone' : refused && !more ? 'refused' : more ? 'retrying' : 'failed';
+      const state = succeeded ? 'succeeded' : more ? 'pending' : 'failed';
+      return { row, attempt, startedAt, result, succeeded, gone, more, nextAt, outcome, state };
     });
-    this.observer?.attempt(row.type, outcome, result.durationMs / 1000);
-    this.log.info(
-      { messageId: row.id, endpointId: row.endpoint_id, type: row.type, attempt, statusCode: result.statusCode, outcome, ms: result.durationMs },
-      'webhook attempt',
-    );
+    const messageId = made[0]!.row.id;
+    const recorded = await knex.transaction(async (trx) => {
+      const inserted = (
+        await trx.raw(
+          `insert into webhook_attempts (message_id, endpoint_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
+           select ?, a.* from unnest(?::uuid[], ?::integer[], ?::timestamptz[], ?::integer[], ?::integer[], ?::text[], ?::text[]) as a
+           on conflict do nothing returning endpoint_id`,
+          pgBindings(
+            messageId,
+            outcomes.map((o) => o.row.endpoint_id),
+            outcomes.map((o) => o.attempt),
+            outcomes.map((o) => o.startedAt.toISOString()),
+            outcomes.map((o) => Math.round(o.result.durationMs)),
+            outcomes.map((o) => o.result.statusCode),
+            outcomes.map((o) => o.result.error),
+            outcomes.map((o) => o.result.responseExcerpt),
+          ),
+        )
+      ).rows as { endpoint_id: string }[];
+      const mine = new Set(inserted.map((r) => r.endpoint_id));
+      const ours = outcomes.filter((o) => mine.has(o.row.endpoint_id));
+      if (ours.length === 0) return ours;
+      await trx.raw(
+        `update webhook_deliveries d set state = u.state, attempts = greatest(d.attempts, u.attempt), last_status_code = u.status_code,
+           last_error = u.error, next_attempt_at = u.next_attempt_at
+         from unnest(?::uuid[], ?::text[], ?::integer[], ?::integer[], ?::text[], ?::timestamptz[]) as u(endpoint_id, state, attempt, status_code, error, next_attempt_at)
+         where d.message_id = ? and d.endpoint_id = u.endpoint_id`,
+        pgBindings(
+          ours.map((o) => o.row.endpoint_id),
+          ours.map((o) => o.state),
+          ours.map((o) => o.attempt),
+          ours.map((o) => o.result.statusCode),
+          ours.map((o) => o.result.error),
+          ours.map((o) => o.nextAt?.toISOString() ?? null),
+          messageId,
+        ),
+      );
+      for (const o of ours) if (o.more) await queueAttempt(trx, messageId, o.row.endpoint_id, o.attempt + 1, o.nextAt!);
+      const recovered = ours.filter((o) => o.succeeded).map((o) => o.row.endpoint_id);
+      if (recovered.length > 0) {
+        await trx.raw('update webhook_endpoints set failing_since = null where id = any (?::uuid[]) and failing_since is not null', [recovered]);
+      }
+      for (const o of ours) {
+        if (o.gone) {
+          await trx.raw(
+            `update webhook_endpoints set disabled = true, disabled_reason = 'The receiver answered 410 Gone', updated_at = now() where id = ?`,
+            [o.row.endpoint_id],
+          );
+        } else if (!o.succeeded && !o.row.disabled) {
+          // Failing since the first failure after the last success; disabled once that is long enough.
+          const since = o.startedAt.toISOString();
+          await trx.raw(
+            `update webhook_endpoints set failing_since = coalesce(failing_since, ?::timestamptz),
+               disabled = coalesce(failing_since, ?::timestamptz) <= now() - (? * interval '1 millisecond'),
+               disabled_reason = case when coalesce(failing_since, ?::timestamptz) <= now() - (? * interval '1 millisecond')
+                 then 'Every attempt failed for too long' else disabled_reason end,
+               updated_at = now()
+             where id = ?`,
+            [since, since, this.config.disableAfterMs, since, this.config.disableAfterMs, o.row.endpoint_id],
+          );
+        }
+      }
+      return ours;
+    });
+    for (const o of recorded) {
+      this.observer?.attempt(o.row.type, o.outcome, o.result.durationMs / 1000);
+      this.log.info(
+        { messageId, endpointId: o.row.endpoint_id, type: o.row.type, attempt: o.attempt, statusCode: o.result.statusCode, outcome: o.outcome, ms: o.result.durationMs },
+        'webhook attempt',
+      );
+    }
   }
+}
+
+/** Bindings for `unnest(?::type[], …)`: arrays holding nulls, which pg sends as SQL arrays (knex's types allow no null element). */
+function pgBindings(...values: unknown[]): Knex.RawBinding[] {
+  return values as Knex.RawBinding[];
 }
 
 /** ±20 % around `ms`, so that receivers recovering from an outage are not hit by every retry at once. */

@@ -7,6 +7,14 @@ export const MAX_RESPONSE_BYTES = 64 * 1024;
 /** What the attempt log keeps of a response body. */
 const EXCERPT_BYTES = 1024;
 
+/**
+ * Connections are kept between attempts (a receiver gets many messages): each new one still connects
+ * to the address checked for it, and an idle one is closed before the common 5 s keep-alive of
+ * servers, so that an attempt seldom meets a connection the receiver is closing.
+ */
+const AGENT_OPTIONS = { keepAlive: true, timeout: 4_000, maxSockets: 64 };
+const agents = { 'http:': new http.Agent(AGENT_OPTIONS), 'https:': new https.Agent(AGENT_OPTIONS) };
+
 export interface SendResult {
   statusCode: number | null;
   /** Null on a 2xx answer. */
@@ -32,6 +40,7 @@ export function post(
     else callback(null, target.address, target.family);
   };
   const transport = url.protocol === 'https:' ? https : http;
+  const agent = agents[url.protocol as keyof typeof agents];
   return new Promise<SendResult>((resolve) => {
     let settled = false;
     const finish = (statusCode: number | null, error: string | null, excerpt: string | null) => {
@@ -43,7 +52,7 @@ export function post(
     const request = transport.request(url, {
       method: 'POST',
       lookup: pinned,
-      agent: false,
+      agent,
       headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'agent-platform-webhooks/1' },
     });
     const timer = setTimeout(() => {
@@ -56,7 +65,8 @@ export function post(
       let read = 0;
       const done = () => {
         const status = response.statusCode ?? 0;
-        const excerpt = Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8');
+        // PostgreSQL text holds no NUL character.
+        const excerpt = Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8').replaceAll('\u0000', '\ufffd');
         finish(status, status >= 200 && status < 300 ? null : `The receiver answered ${status}`, excerpt);
       };
       response.on('data', (chunk: Buffer) => {

@@ -3,8 +3,8 @@ import { DELIVERY_QUEUE, QUEUE_SCHEMA } from './queue-schema.ts';
 
 /**
  * Queues attempt `attempt` of a message to one endpoint at `startAfter`, inside the caller's
- * transaction: a row in pg-boss's job table with the delivery queue's settings, as `webhook_enqueue`
- * does in SQL for a message's fan-out job.
+ * transaction: a row in pg-boss's job table with the delivery queue's settings, as the fan-out does
+ * in SQL for first attempts.
  */
 export async function queueAttempt(
   trx: Knex | Knex.Transaction,

@@ -1,8 +1,8 @@
 import { getConstructionPlans } from 'pg-boss';
 
-/** pg-boss's schema; `webhook_enqueue` (Migration20261125020000_outbound_webhooks) inserts into it. */
+/** pg-boss's schema; the fan-out and the retries insert into its job table in our transactions. */
 export const QUEUE_SCHEMA = 'pgboss';
-/** The pg-boss queue of delivery work: a message's fan-out `{fanout}` (first attempts included), then one job per retry `{message_id, endpoint_id, attempt}`. */
+/** The pg-boss queue of delivery work: a message's first attempt to all its endpoints `{message_id, attempt: 1}`, then one job per retry `{message_id, endpoint_id, attempt}`. */
 export const DELIVERY_QUEUE = 'webhook-delivery';
 
 /** Arbitrary constant: serialises the queue's installation across processes starting together. */

@@ -93,8 +93,7 @@ export function conversationHandlers(conversations: ConversationService): Operat
       ctx.status = 200;
       ctx.type = 'application/x-ndjson';
       ctx.set('Content-Disposition', `attachment; filename="conversation-${id}.ndjson"`);
-      // Pages go to the socket as the strings they are (no Buffer per page: external memory that
-      // kept the garbage collector busy); at most two wait in the stream.
+      // Pages go to the socket as the bytes PostgreSQL sent; at most two wait in the stream.
       ctx.body = Readable.from(chunks, { objectMode: true, highWaterMark: 2 });
     },
   };
