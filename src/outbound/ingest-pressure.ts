@@ -18,12 +18,12 @@ export class IngestPressure {
     this.inWindow++;
   }
 
-  /** Batches a second over the last full second. */
+  /** Batches a second over the last window of a second or more (the window closes when asked after a second). */
   rate(): number {
     const now = performance.now();
     const elapsed = now - this.windowStart;
     if (elapsed >= 1_000) {
-      this.lastRate = elapsed >= 2_000 ? 0 : this.inWindow / (elapsed / 1_000);
+      this.lastRate = this.inWindow / (elapsed / 1_000);
       this.inWindow = 0;
       this.windowStart = now;
     }
