@@ -51,15 +51,19 @@ interface OpenLoopRun {
   errors: number;
 }
 
-/** One paced run of the kit's load generator (open loop: latency counts from the planned send time). */
-async function runOpenLoop(serverUrl: string, sessionKey: string, rate: number, seconds: string): Promise<OpenLoopRun> {
-  const args = [path.join(KIT, 'load.mjs'), serverUrl, sessionKey, '--rate', String(rate), '--batch', '5', '--seconds', seconds, '--warmup', '3'];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+/** One run of the kit's load generator (`load.mjs` with `args`): the JSON line it prints. */
+async function runLoad<T>(args: string[]): Promise<T> {
+  const child = spawn(process.execPath, [path.join(KIT, 'load.mjs'), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  if (code !== 0) throw new Error(`load.mjs --rate exited with ${code}`);
-  return JSON.parse(output.trim().split('\n').at(-1)!) as OpenLoopRun;
+  if (code !== 0) throw new Error(`load.mjs ${args.join(' ')} exited with ${code}`);
+  return JSON.parse(output.trim().split('\n').at(-1)!) as T;
+}
+
+/** One paced run of the kit's load generator (open loop: latency counts from the planned send time). */
+function runOpenLoop(serverUrl: string, sessionKey: string, rate: number, seconds: string): Promise<OpenLoopRun> {
+  return runLoad<OpenLoopRun>([serverUrl, sessionKey, '--rate', String(rate), '--batch', '5', '--seconds', seconds, '--warmup', '3']);
 }
 
 /** Runs the kit; its progress goes to our standard error, its table comes back. */
@@ -163,13 +167,8 @@ async function alternate(connection: AbstractSqlConnection, ownerId: string, ser
   const batches = (process.env.BENCH_BATCHES ?? '1 5 100').split(/\s+/).filter(Boolean).map(Number);
   const slice = async (batch: number, enabled: boolean): Promise<number> => {
     await connection.execute('update webhook_endpoints set disabled = ? where owner_id = ?', [!enabled, ownerId]);
-    const args = [path.join(KIT, 'load.mjs'), serverUrl, sessionKey, '--batch', String(batch), '--seconds', seconds];
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    if (code !== 0) throw new Error(`load.mjs exited with ${code}`);
-    return (JSON.parse(output.trim().split('\n').at(-1)!) as { events_per_s: number }).events_per_s;
+    const run = await runLoad<{ events_per_s: number }>([serverUrl, sessionKey, '--batch', String(batch), '--seconds', seconds]);
+    return run.events_per_s;
   };
   const results: AlternatedRound[] = [];
   for (const batch of batches) {
