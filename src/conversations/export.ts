@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { to as copyTo } from 'pg-copy-streams';
-import { sqlRows, withDriverConnection } from '../db/sql.ts';
+import { sqlRows } from '../db/sql.ts';
 import { withoutEncryptedContent } from './mapper.ts';
 import { readConversationView } from './views.ts';
 
@@ -60,8 +60,10 @@ export async function* conversationExport(
   const lastSeq = read.view.event_count;
   // COPY takes no parameters: the values are checked, then written into the statement.
   if (!UUID.test(read.view.id)) throw new Error(`unexpected conversation id ${read.view.id}`);
-  const readPage = (after: number): Promise<ExportRow[]> =>
-    withDriverConnection(em, async (connection) => {
+  const readPage = async (after: number): Promise<ExportRow[]> => {
+    const client = em.getConnection().getKnex().client;
+    const connection = await client.acquireConnection();
+    try {
       const chunks: Buffer[] = [];
       // Rows up to the byte budget, counted before the payload is read out (pg_column_size does not detoast).
       const copy = connection.query(
@@ -77,7 +79,10 @@ export async function* conversationExport(
       );
       for await (const chunk of copy) chunks.push(chunk as Buffer);
       return copyRows(Buffer.concat(chunks));
-    });
+    } finally {
+      client.releaseConnection(connection);
+    }
+  };
   let next = lastSeq > 0 ? readPage(0) : undefined;
   while (next) {
     const rows = await next;

@@ -7,7 +7,6 @@ import { CredentialSchema, UserSchema } from '../identity/entities.ts';
 import { VerifiedModelSchema } from '../verified-models/entities.ts';
 import { WorkspaceLinkSchema, WorkspaceSchema } from '../workspaces/entities.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.ts';
-import { withDriverConnection } from './sql.ts';
 import { Migration20261122000000_initial } from './migrations/Migration20261122000000_initial.ts';
 import { Migration20261122010000_ingest_function } from './migrations/Migration20261122010000_ingest_function.ts';
 import { Migration20261122015000_lossless_payloads } from './migrations/Migration20261122015000_lossless_payloads.ts';
@@ -161,7 +160,13 @@ export async function migrate(orm: MikroORM): Promise<void> {
     await trx.raw('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK_ID]);
     await orm.getMigrator().up();
   });
-  await withDriverConnection(orm.em, installQueueSchema);
+  const client = knex.client;
+  const connection = await client.acquireConnection();
+  try {
+    await installQueueSchema(connection);
+  } finally {
+    await client.releaseConnection(connection);
+  }
 }
 
 /**
