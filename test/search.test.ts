@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { createUserFixture, type UserFixture } from './helpers/fixtures.ts';
 import { testDatabase } from './helpers/hooks.ts';
 import { minimalEvent } from './fixtures/events.ts';
 import { isoInstant } from '../src/conversations/event-time.ts';
-import { conversationExport } from '../src/conversations/export.ts';
+import { conversationExport, writeChunks } from '../src/conversations/export.ts';
 
 interface StoredEvent {
   seq: number;
@@ -228,6 +229,27 @@ describe('search and export', () => {
         const { body } = await get(`${path}/count?${query}`).expect(200);
         expect(body, query).to.deep.equal({ count: listed.length });
       }
+    });
+
+    it('writeChunks hands each reused page to a slow sink before the next is read into it', async () => {
+      const id = randomUUID();
+      await deliver(id, eventsNumbered(0, 25));
+      const em = testDatabase().orm.em.fork();
+      const expected: string[] = [];
+      for await (const chunk of conversationExport(em, id, { pageBytes: 1 })) expected.push(chunk.toString('utf8'));
+      // A sink that reads each chunk only 5 ms after it was written, as a socket with a full buffer does.
+      const received: string[] = [];
+      const slow = new Writable({
+        highWaterMark: 1,
+        write(chunk: Buffer, _encoding, callback) {
+          setTimeout(() => {
+            received.push(chunk.toString('utf8'));
+            callback();
+          }, 5);
+        },
+      });
+      await writeChunks(conversationExport(em, id, { pageBytes: 1 }), slow);
+      expect(received).to.deep.equal(expected);
     });
 
     it("returns 403 for someone else's conversation and 404 for an unknown one", async () => {
@@ -479,6 +501,34 @@ describe('search and export', () => {
       expect(parsed.event.llm_message.content[0].text).to.equal('nul \u0000 lone \ud800 pair \ud83d\ude00');
     });
 
+    it('streams a conversation of several pages to a slow reader: every line as listed, in order (the export reuses its page buffers)', async () => {
+      const id = randomUUID();
+      for (let from = 0; from < 2_100; from += 300) await deliver(id, eventsNumbered(from, 300));
+      const listed: string[] = [];
+      for (let after = 0; after < 2_100; after += 1000) {
+        const page = (await get(`/api/v1/conversations/${id}/events?after_seq=${after}&limit=1000`).expect(200)) as { text: string };
+        // The items of the page as their own JSON text, one per line of the export.
+        listed.push(...(JSON.parse(page.text) as EventPage).items.map((item) => JSON.stringify(item)));
+      }
+      const response = await get(`/api/v1/conversations/${id}/export`)
+        .buffer(true)
+        .parse((res, done) => {
+          const chunks: Buffer[] = [];
+          // A reader slower than the database: the export waits for the socket before reusing a page buffer.
+          const stream = res as unknown as NodeJS.ReadableStream;
+          stream.on('data', (chunk: Buffer) => {
+            chunks.push(chunk);
+            stream.pause();
+            setTimeout(() => stream.resume(), 2);
+          });
+          stream.on('end', () => done(null, Buffer.concat(chunks).toString('utf8')));
+        })
+        .expect(200);
+      const lines = (response.body as string).split('\n').slice(1, -1);
+      expect(lines).to.have.length(2_100);
+      expect(lines.map((line) => JSON.stringify(JSON.parse(line)))).to.deep.equal(listed);
+    });
+
     it('reads events in bounded pages (conversationExport with a tiny page) and yields all of them in order', async () => {
       const id = randomUUID();
       await deliver(id, eventsNumbered(0, 25));
@@ -488,6 +538,27 @@ describe('search and export', () => {
       expect(chunks).to.have.length(26);
       const seqs = chunks.slice(1).map((chunk) => JSON.parse(chunk).seq);
       expect(seqs).to.deep.equal(Array.from({ length: 25 }, (_, i) => i + 1));
+    });
+
+    it('writeChunks hands each reused page to a slow sink before the next is read into it', async () => {
+      const id = randomUUID();
+      await deliver(id, eventsNumbered(0, 25));
+      const em = testDatabase().orm.em.fork();
+      const expected: string[] = [];
+      for await (const chunk of conversationExport(em, id, { pageBytes: 1 })) expected.push(chunk.toString('utf8'));
+      // A sink that reads each chunk only 5 ms after it was written, as a socket with a full buffer does.
+      const received: string[] = [];
+      const slow = new Writable({
+        highWaterMark: 1,
+        write(chunk: Buffer, _encoding, callback) {
+          setTimeout(() => {
+            received.push(chunk.toString('utf8'));
+            callback();
+          }, 5);
+        },
+      });
+      await writeChunks(conversationExport(em, id, { pageBytes: 1 }), slow);
+      expect(received).to.deep.equal(expected);
     });
 
     it("returns 403 for someone else's conversation and 404 for an unknown one", async () => {

@@ -75,7 +75,7 @@ export function bodyTextOf(ctx: KoaContext): string {
 }
 
 /** A response whose body is already JSON text (stored event payloads go out exactly as stored). */
-export function respondWithJsonText(ctx: KoaContext, status: number, json: string): void {
+export function respondWithJsonText(ctx: KoaContext, status: number, json: string | Buffer): void {
   ctx.status = status;
   ctx.type = 'application/json';
   ctx.body = json;

@@ -9,7 +9,7 @@ import { canonicalUuid } from '../uuid.ts';
 import { stringifyJson } from '../lossless-json.ts';
 import { executionStatusAfter } from './execution-status.ts';
 import { isoInstant } from './event-time.ts';
-import { CONVERSATION_VIEW_COLUMNS, CONVERSATION_VIEW_FROM, STORED_EVENT_COLUMNS, toEventPageJson, toStoredEventJson, type ConversationViewRow, type StoredEventRow } from './mapper.ts';
+import { CONVERSATION_VIEW_COLUMNS, CONVERSATION_VIEW_FROM, STORED_EVENT_COLUMNS, eventPageBody, toStoredEventJson, type ConversationViewRow, type StoredEventRow } from './mapper.ts';
 import { searchableTitle } from './conversation-info-service.ts';
 import { conversationExport } from './export.ts';
 import { readConversationView, viewsOf } from './views.ts';
@@ -252,14 +252,14 @@ export class ConversationService {
   }
 
   /**
-   * A page of stored events, as the JSON text of an `EventPage`: each event goes out as the text
+   * A page of stored events, as the JSON bytes of an `EventPage`: each event goes out as the text
    * that was stored, so it reads back exactly as it was sent.
    */
   async listEvents(
     principal: Principal,
     conversationId: string,
     page: { filter: EventFilterInput; order: EventOrder; limit: number; cursor?: string },
-  ): Promise<string> {
+  ): Promise<Buffer> {
     const filter = eventFilterOf(page.filter);
     // The cursor's position narrows the query's own bound on the side it continues from.
     const position = page.cursor === undefined ? undefined : eventCursorPosition(page.cursor, filter, page.order);
@@ -274,7 +274,7 @@ export class ConversationService {
     const more = rows.length > page.limit;
     const items = rows.slice(0, page.limit);
     const last = items[items.length - 1]?.seq;
-    return toEventPageJson(items, {
+    return eventPageBody(items, {
       afterSeq: more && page.order === 'asc' ? last! : null,
       beforeSeq: more && page.order === 'desc' ? last! : null,
       cursor: more ? eventCursor(filter, page.order, last!) : null,

@@ -1,3 +1,4 @@
+import type { Writable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { to as copyTo } from 'pg-copy-streams';
 import { sqlRows } from '../db/sql.ts';
@@ -36,7 +37,7 @@ export interface ConversationExportOptions {
 }
 
 /**
- * One conversation as NDJSON, in chunks of whole lines (a Buffer per page read): first
+ * One conversation as NDJSON, in chunks of whole lines (one per page read): first
  * `{"conversation": <view>, "info": <stored ConversationInfo or null>}`, then each stored event as a `StoredEvent`, in seq
  * order, its payload the stored text (`\u0000`, lone surrogates and large numbers as sent).
  *
@@ -44,6 +45,11 @@ export interface ConversationExportOptions {
  * (by seq, on the primary key), at most one page ahead of what the consumer has asked for (pull).
  * A consistent cut: the events up to the `event_count` of the first line. Does not check who may
  * read it; unknown conversation → throws on first pull.
+ *
+ * **A chunk is valid until the next pull**: pages are read into, and written out of, the same two
+ * Buffers for the whole export (see `writeChunks`). Fresh Buffers per page are external memory that
+ * V8 frees only when it collects the old generation, at about 64 MB of them: the server's memory grew
+ * by 80 MB over an export (docs/search.md).
  */
 export async function* conversationExport(
   em: EntityManager,
@@ -60,11 +66,14 @@ export async function* conversationExport(
   const lastSeq = read.view.event_count;
   // COPY takes no parameters: the values are checked, then written into the statement.
   if (!UUID.test(read.view.id)) throw new Error(`unexpected conversation id ${read.view.id}`);
+  // Reused for every page: the COPY's bytes in, the NDJSON lines out (each grows to the largest page).
+  const input = new GrowableBuffer(pageBytes + 64 * 1024);
+  const output = new GrowableBuffer(pageBytes + 64 * 1024);
   const readPage = async (after: number): Promise<ExportRow[]> => {
     const client = em.getConnection().getKnex().client;
     const connection = await client.acquireConnection();
     try {
-      const chunks: Buffer[] = [];
+      input.length = 0;
       // Rows up to the byte budget, counted before the payload is read out (pg_column_size does not detoast).
       const copy = connection.query(
         copyTo(`copy (
@@ -77,8 +86,8 @@ export async function* conversationExport(
           where before_bytes < ${Math.trunc(pageBytes)} or seq = ${Math.trunc(after) + 1}
           order by seq) to stdout (format binary)`),
       );
-      for await (const chunk of copy) chunks.push(chunk as Buffer);
-      return copyRows(Buffer.concat(chunks));
+      for await (const chunk of copy) input.append(chunk as Buffer);
+      return copyRows(input.bytes());
     } finally {
       client.releaseConnection(connection);
     }
@@ -87,11 +96,55 @@ export async function* conversationExport(
   while (next) {
     const rows = await next;
     const last = rows.at(-1);
-    // The next page is read while this one is written out; a consumer that stops leaves one page read for nothing.
-    next = last && last.seq < lastSeq ? readPage(last.seq) : undefined;
-    next?.catch(() => undefined);
     if (!last) break;
-    yield pageLines(rows, options.keepEncryptedContent === true);
+    // The page is copied out of `input` before the next page is read into it, while this one is written out.
+    const lines = pageLines(rows, options.keepEncryptedContent === true, output);
+    next = last.seq < lastSeq ? readPage(last.seq) : undefined;
+    // A consumer that stops leaves one page read for nothing.
+    next?.catch(() => undefined);
+    yield lines;
+  }
+}
+
+/**
+ * Writes each chunk of `chunks` to `sink` and waits until the sink has taken it (its write callback:
+ * handed to the socket, or consumed by a transform) before pulling the next, as the export's reused
+ * Buffers require. Stops early, without error, when the sink is destroyed (a client that went away).
+ */
+export async function writeChunks(chunks: AsyncIterable<Buffer>, sink: Writable): Promise<void> {
+  for await (const chunk of chunks) {
+    if (sink.destroyed) return;
+    // A write that fails because the sink was destroyed ends the loop above; its owner reports why.
+    await new Promise<void>((resolve, reject) => sink.write(chunk, (error) => (error && !sink.destroyed ? reject(error) : resolve())));
+  }
+}
+
+/** A Buffer reused across pages: `length` bytes in use, doubled when a page needs more. */
+class GrowableBuffer {
+  length = 0;
+  private buffer: Buffer;
+
+  constructor(initialBytes: number) {
+    this.buffer = Buffer.allocUnsafe(initialBytes);
+  }
+
+  append(bytes: Buffer): void {
+    this.reserve(bytes.length);
+    this.length += bytes.copy(this.buffer, this.length);
+  }
+
+  /** Room for `bytes` more after `length`; what is in use is kept. */
+  reserve(bytes: number): Buffer {
+    if (this.length + bytes > this.buffer.length) {
+      const larger = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.length + bytes));
+      this.buffer.copy(larger, 0, 0, this.length);
+      this.buffer = larger;
+    }
+    return this.buffer;
+  }
+
+  bytes(): Buffer {
+    return this.buffer.subarray(0, this.length);
   }
 }
 
@@ -115,8 +168,8 @@ function copyRows(data: Buffer): ExportRow[] {
   }
 }
 
-/** `{"seq":…,"received_at":"…","event":<payload as stored>}` per row, each on its own line, in one Buffer. */
-function pageLines(rows: ExportRow[], keepEncryptedContent: boolean): Buffer {
+/** `{"seq":…,"received_at":"…","event":<payload as stored>}` per row, each on its own line, written into `output`. */
+function pageLines(rows: ExportRow[], keepEncryptedContent: boolean, output: GrowableBuffer): Buffer {
   const heads: string[] = [];
   const events: Buffer[] = [];
   let size = 0;
@@ -130,12 +183,14 @@ function pageLines(rows: ExportRow[], keepEncryptedContent: boolean): Buffer {
     events.push(event);
     size += head.length + event.length + LINE_END.length;
   }
-  const page = Buffer.allocUnsafe(size);
+  output.length = 0;
+  const page = output.reserve(size);
   let at = 0;
   for (let i = 0; i < heads.length; i++) {
     at += page.write(heads[i]!, at, 'latin1');
     at += events[i]!.copy(page, at);
     at += LINE_END.copy(page, at);
   }
-  return page;
+  output.length = at;
+  return output.bytes();
 }

@@ -348,7 +348,7 @@ class Subscriber {
         limit,
       });
       if (this.ended) return;
-      const page = parseJson(pageJson) as { items: { seq: number }[]; next_after_seq: number | null };
+      const page = parseJson(pageJson.toString('utf8')) as { items: { seq: number }[]; next_after_seq: number | null };
       let text = '';
       for (const item of page.items) {
         if (item.seq <= this.lastSeq) continue;

@@ -1,10 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { conversationExport } from '../conversations/export.ts';
+import { conversationExport, writeChunks } from '../conversations/export.ts';
 
 /** The archive file of a conversation under `dir`. */
 export function archiveFile(dir: string, conversationId: string): string {
@@ -24,11 +23,13 @@ export async function writeConversationArchive(em: EntityManager, conversationId
   const file = archiveFile(dir, conversationId);
   const partial = `${file}.partial`;
   try {
-    await pipeline(
-      Readable.from(conversationExport(em, conversationId, { keepEncryptedContent: true })),
-      createGzip(),
-      fs.createWriteStream(partial, { mode: 0o600 }),
+    const gzip = createGzip();
+    const written = pipeline(gzip, fs.createWriteStream(partial, { mode: 0o600 }));
+    const exported = writeChunks(conversationExport(em, conversationId, { keepEncryptedContent: true }), gzip).then(
+      () => gzip.end(),
+      (error: unknown) => gzip.destroy(error as Error),
     );
+    await Promise.all([exported, written]);
     const fd = fs.openSync(partial, 'r');
     try {
       fs.fsyncSync(fd);

@@ -1,6 +1,6 @@
-import { Readable } from 'node:stream';
 import type { components, operations } from '../../../generated/openapi.ts';
 import type { ConversationService } from '../../conversations/conversation-service.ts';
+import { writeChunks } from '../../conversations/export.ts';
 import type { ConversationFilterInput, EventFilterInput } from '../../conversations/search.ts';
 import { principalOf, respond, respondWithJsonText, type OperationHandlers } from '../context.ts';
 
@@ -93,8 +93,18 @@ export function conversationHandlers(conversations: ConversationService): Operat
       ctx.status = 200;
       ctx.type = 'application/x-ndjson';
       ctx.set('Content-Disposition', `attachment; filename="conversation-${id}.ndjson"`);
-      // Pages go to the socket as the bytes PostgreSQL sent; at most two wait in the stream.
-      ctx.body = Readable.from(chunks, { objectMode: true, highWaterMark: 2 });
+      if (ctx.method === 'HEAD') return;
+      // Written here rather than by Koa: each page is written out of a Buffer the export reuses, so the
+      // next is read only once the socket has taken this one (writeChunks).
+      ctx.respond = false;
+      try {
+        await writeChunks(chunks, ctx.res);
+        ctx.res.end();
+      } catch (error) {
+        // The status line has gone: an export cut short ends without its last chunk, as the client sees it.
+        ctx.res.destroy(error as Error);
+        throw error;
+      }
     },
   };
 }
