@@ -136,9 +136,11 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   );
   metrics.trackOutboundQueueDepth(async () => {
     const rows = await orm.em.getConnection().execute<{ pending: number }[]>(
-      // Deliveries due, plus messages not fanned out yet (their deliveries do not exist yet).
+      // Deliveries due, plus messages not fanned out yet (their deliveries do not exist yet), plus
+      // conversations whose newest events are owed a message not made yet.
       `select (select count(*) from webhook_deliveries where state = 'pending')::integer
-            + (select count(*) from webhook_messages where not fanned_out)::integer as pending`,
+            + (select count(*) from webhook_messages where not fanned_out)::integer
+            + (select count(*) from conversations where webhook_events_from is not null)::integer as pending`,
     );
     return rows[0]!.pending;
   });

@@ -444,6 +444,8 @@ describe('outbound webhooks', function () {
         .send([minimalEvent('MessageEvent', { id: randomUUID() })])
         .expect(403);
       expect((await messages(id)).length).to.equal(before);
+      const [mark] = await testDatabase().orm.em.getConnection().execute('select webhook_events_from, event_count from conversations where id = ?', [conversationId]);
+      expect(mark).to.deep.equal({ webhook_events_from: 1, event_count: 1 });
     });
   });
 
@@ -457,12 +459,16 @@ describe('outbound webhooks', function () {
       const otherConversation = await createEndpoint({ url: `${receiver.url}?n=other-conversation`, conversation_id: randomUUID() });
       const otherType = await createEndpoint({ url: `${receiver.url}?n=other-type`, event_types: ['conversation.finished'] });
       await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
-      // Stored with the batch: one message for the cause, no per-endpoint row until the worker fans it out.
+      // Stored with the batch: the conversation's mark of the events it owes; the worker makes the message.
+      expect(await sql('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: 1 }]);
+      expect((await sql('select count(*)::integer as n from webhook_deliveries'))[0]!.n).to.equal(0);
+      const late = await createEndpoint({ url: `${receiver.url}?n=late` });
+      // Made later, stamped with the batch's time: an endpoint created after the batch still gets nothing.
+      expect(await app.worker.makeOwedEventMessages()).to.deep.equal({ read: 1, moved: 1 });
       const stored = await sql(`select id, fanned_out from webhook_messages where type = 'conversation.events'`);
       expect(stored).to.have.length(1);
       expect(stored[0]!.fanned_out).to.equal(false);
-      expect((await sql('select count(*)::integer as n from webhook_deliveries'))[0]!.n).to.equal(0);
-      const late = await createEndpoint({ url: `${receiver.url}?n=late` });
+      expect(await sql('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: null }]);
       await startWorker(app);
       expect(await waitFor(() => receiver.ofType('conversation.events').length >= 3, 15_000)).to.equal(true);
       await new Promise((resolve) => setTimeout(resolve, 1_000)); // anything more would have arrived by now
@@ -483,12 +489,54 @@ describe('outbound webhooks', function () {
       await app.request.get(`/api/v1/webhook-endpoints/${late.id}/messages/${stored[0]!.id}/attempts`).set(auth()).expect(404);
     });
 
+    it('makes one conversation.events message per committed transaction, however late the worker comes', async () => {
+      const { id } = await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
+      const conversationId = randomUUID();
+      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() }), minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() }), minimalEvent('MessageEvent', { id: randomUUID() })]);
+      // The mark stays where the first owed event is; the later batches do not move it.
+      expect(await sql('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: 1 }]);
+      await app.worker.makeOwedEventMessages();
+      const made = await sql(
+        `select data->>'from_seq' as from_seq, data->>'to_seq' as to_seq from webhook_messages where conversation_id = ? order by created_at`,
+        [conversationId],
+      );
+      expect(made).to.deep.equal([
+        { from_seq: '1', to_seq: '2' },
+        { from_seq: '3', to_seq: '3' },
+        { from_seq: '4', to_seq: '5' },
+      ]);
+      await startWorker(app);
+      expect(await waitFor(async () => (await messages(id)).filter((m) => m.state === 'succeeded').length === 3, 15_000)).to.equal(true);
+      const ranges = receiver.ofType('conversation.events').map((m) => [m.data.from_seq, m.data.to_seq, (m.data.events as unknown[]).length]);
+      expect(ranges.sort()).to.deep.equal([[1, 2, 2], [3, 3, 1], [4, 5, 2]]);
+    });
+
+    it('makes each owed message once when it is made twice (another instance, or a crash before the mark moved)', async () => {
+      await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
+      const conversationId = randomUUID();
+      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await app.worker.makeOwedEventMessages();
+      const first = await sql('select id, created_at from webhook_messages where conversation_id = ?', [conversationId]);
+      // As if the process died after storing the message but before moving the mark.
+      await sql('update conversations set webhook_events_from = 1 where id = ?', [conversationId]);
+      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await app.worker.makeOwedEventMessages();
+      const again = await sql('select id, created_at from webhook_messages where conversation_id = ? order by created_at', [conversationId]);
+      expect(again).to.have.length(2);
+      expect(again[0]).to.deep.equal(first[0]);
+      expect(first[0]!.id).to.match(/^msg_[0-9a-f]{32}$/);
+    });
+
     it('stores no message for a cause no enabled endpoint wants', async () => {
       await createEndpoint({ url: receiver.url, event_types: ['checkout.completed'] });
       const disabled = await createEndpoint({ url: receiver.url });
       await app.request.patch(`/api/v1/webhook-endpoints/${disabled.id}`).set(auth()).send({ disabled: true }).expect(200);
-      await postEvents(randomUUID(), [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      const conversationId = randomUUID();
+      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
       expect((await sql('select count(*)::integer as n from webhook_messages'))[0]!.n).to.equal(0);
+      expect(await sql('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: null }]);
       expect((await sql(`select count(*)::integer as n from pgboss.job where name = 'webhook-delivery'`))[0]!.n).to.equal(0);
     });
 
@@ -534,6 +582,35 @@ describe('outbound webhooks', function () {
   });
 
   describe('durability', () => {
+    it('SIGKILL after the commit, before any message was made: delivered after a restart, none lost', async () => {
+      const env = {
+        ...process.env,
+        DATABASE_URL: testDatabase().url,
+        DATA_DIR: testConfig().dataDir,
+        CREDENTIAL_CACHE_TTL_MS: '0',
+        OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true',
+        OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true',
+      };
+      const { id } = await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
+      // Its worker looks for owed messages at start only, then not for a minute: the kill comes first.
+      const first = await startServerProcess({ ...env, OUTBOUND_WEBHOOK_DISPATCH_MS: '60000' });
+      const conversationId = randomUUID();
+      const response = await fetch(`${first.baseUrl}/api/v1/webhooks/events/${conversationId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-session-api-key': user.sessionApiKey },
+        body: JSON.stringify([minimalEvent('MessageEvent', { id: randomUUID() })]),
+      });
+      expect(response.status).to.equal(200);
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const sql = testDatabase().orm.em.getConnection();
+      expect(await sql.execute('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: 1 }]);
+      expect(await sql.execute('select id from webhook_messages where conversation_id = ?', [conversationId])).to.deep.equal([]);
+      await startServerProcess(env);
+      expect(await waitFor(async () => (await messages(id)).some((m) => m.state === 'succeeded'), 30_000)).to.equal(true);
+      expect(receiver.ofType('conversation.events').map((m) => m.data.conversation_id)).to.deep.equal([conversationId]);
+    });
+
     it('SIGKILL during a delivery: the attempt is made again after a restart, none lost', async () => {
       const env = {
         ...process.env,

@@ -23,6 +23,7 @@ import { Migration20261125020000_outbound_webhooks } from './migrations/Migratio
 import { Migration20261125030000_administration } from './migrations/Migration20261125030000_administration.ts';
 import { Migration20261125070000_webhook_fanout } from './migrations/Migration20261125070000_webhook_fanout.ts';
 import { Migration20261125080000_webhook_outbox } from './migrations/Migration20261125080000_webhook_outbox.ts';
+import { Migration20261127010000_webhook_events_marker } from './migrations/Migration20261127010000_webhook_events_marker.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
 import { Migration20261125040000_spend_ledger } from './migrations/Migration20261125040000_spend_ledger.ts';
@@ -45,6 +46,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261125040000_spend_ledger', class: Migration20261125040000_spend_ledger },
   { name: 'Migration20261125070000_webhook_fanout', class: Migration20261125070000_webhook_fanout },
   { name: 'Migration20261125080000_webhook_outbox', class: Migration20261125080000_webhook_outbox },
+  { name: 'Migration20261127010000_webhook_events_marker', class: Migration20261127010000_webhook_events_marker },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */

@@ -17,6 +17,8 @@ export const MAX_EVENTS_BODY_BYTES = 256 * 1024;
 
 /** Messages fanned out per transaction. */
 const FANOUT_BATCH = 100;
+/** Conversations whose owed `conversation.events` messages are made per statement. */
+const OWED_BATCH = 100;
 /** Jobs one worker fetches at once and runs together (each a message to its endpoints, or a retry). */
 const JOBS_PER_FETCH = 4;
 
@@ -203,6 +205,10 @@ export class DeliveryWorker {
    */
   async fanOutPending(): Promise<number> {
     const knex = this.em.getConnection().getKnex();
+    // Until fewer than a full batch is owed, or a mark did not move (a row an ingest held: next time).
+    for (let made = { read: OWED_BATCH, moved: OWED_BATCH }; made.read === OWED_BATCH && made.moved === made.read; ) {
+      made = await this.gate.run(() => this.makeOwedEventMessages());
+    }
     let total = 0;
     for (;;) {
       const count = await this.gate.run(() => knex.transaction(async (trx) => {
@@ -236,6 +242,60 @@ export class DeliveryWorker {
       total += count;
       if (count < FANOUT_BATCH) return total;
     }
+  }
+
+  /**
+   * Makes the `conversation.events` messages that conversations owe (`webhook_events_from`, set by the
+   * ingest transaction: Migration20261127010000_webhook_events_marker), for up to `OWED_BATCH`
+   * conversations: one message per transaction that stored their events (runs of one `xmin`), stamped
+   * with that transaction's time, its id derived from the conversation and its first sequence number,
+   * so that making it twice (another instance, a crash before the mark moved) stores it once. Then
+   * moves each mark past what was made, in id order and skipping rows an ingest holds (never waiting
+   * on one, never deadlocking with one): those are made again, as the same messages, next time.
+   * Returns how many conversations it read, and how many marks it moved.
+   */
+  async makeOwedEventMessages(): Promise<{ read: number; moved: number }> {
+    const knex = this.em.getConnection().getKnex();
+    const owed = (
+      await knex.raw(
+        `with owed as (
+           select c.id, c.owner_id, c.created_at, c.webhook_events_from as from_seq, c.event_count as to_seq
+           from conversations c where c.webhook_events_from is not null limit ?
+         ),
+         events as (
+           select o.id as conversation_id, o.owner_id, o.created_at as conversation_created_at, e.seq, e.received_at,
+             case when e.xmin = lag(e.xmin) over (partition by o.id order by e.seq) then 0 else 1 end as starts
+           from owed o join conversation_events e on e.conversation_id = o.id and e.seq between o.from_seq and o.to_seq
+         ),
+         runs as (
+           select *, sum(starts) over (partition by conversation_id order by seq) as run from events
+         ),
+         made as (
+           insert into webhook_messages (id, owner_id, conversation_id, type, data, created_at)
+           -- The conversation's creation time too: a conversation deleted and sent again starts at seq 1 again.
+           select 'msg_' || md5(r.conversation_id::text || '/' || (extract(epoch from r.conversation_created_at) * 1000000)::bigint || '/' || min(r.seq)),
+             r.owner_id, r.conversation_id, 'conversation.events',
+             jsonb_build_object('conversation_id', r.conversation_id, 'from_seq', min(r.seq), 'to_seq', max(r.seq)),
+             min(r.received_at)
+           from runs r group by r.conversation_id, r.owner_id, r.conversation_created_at, r.run
+           on conflict (id) do nothing
+         )
+         select id, from_seq, to_seq from owed`,
+        [OWED_BATCH],
+      )
+    ).rows as { id: string; from_seq: number; to_seq: number }[];
+    if (owed.length === 0) return { read: 0, moved: 0 };
+    const moved = await knex.raw(
+      `with made as (select * from unnest(?::uuid[], ?::integer[], ?::integer[]) as m(id, from_seq, to_seq)),
+       locked as (
+         select c.id, m.to_seq from conversations c join made m on m.id = c.id and c.webhook_events_from = m.from_seq
+         order by c.id for update of c skip locked
+       )
+       update conversations c set webhook_events_from = case when c.event_count > l.to_seq then l.to_seq + 1 end
+       from locked l where c.id = l.id`,
+      [owed.map((o) => o.id), owed.map((o) => o.from_seq), owed.map((o) => o.to_seq)],
+    );
+    return { read: owed.length, moved: (moved as { rowCount: number }).rowCount };
   }
 
   /**
