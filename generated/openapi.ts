@@ -3080,7 +3080,7 @@ export interface components {
             next_attempt_at: string | null;
             /**
              * Format: date-time
-             * @description When the message was stored (its `timestamp`).
+             * @description When the message was stored, for `conversation.events` when its events were (its `timestamp`).
              */
             created_at: string;
         };

@@ -513,6 +513,30 @@ describe('outbound webhooks', function () {
       expect(ranges.sort()).to.deep.equal([[1, 2, 2], [3, 3, 1], [4, 5, 2]]);
     });
 
+    it('makes a backlog in steps without cutting a transaction, unless one transaction alone is over the step', async () => {
+      await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
+      const conversationId = randomUUID();
+      const batch = (n: number) => Array.from({ length: n }, () => minimalEvent('MessageEvent', { id: randomUUID() }));
+      await postEvents(conversationId, batch(2));
+      await postEvents(conversationId, batch(1));
+      await postEvents(conversationId, batch(2));
+      await postEvents(conversationId, batch(5));
+      const ranges = async () =>
+        (await sql(`select data->>'from_seq' as f, data->>'to_seq' as t from webhook_messages where conversation_id = ? order by (data->>'from_seq')::integer`, [conversationId])).map(
+          (m) => `${m.f}-${m.t}`,
+        );
+      // Events 1–4 read: the transaction of 4–5 may go on past 4, so it waits for the next step.
+      await app.worker.makeOwedEventMessages(4);
+      expect(await ranges()).to.deep.equal(['1-2', '3-3']);
+      await app.worker.makeOwedEventMessages(4);
+      expect(await ranges()).to.deep.equal(['1-2', '3-3', '4-5']);
+      // 6–10 is one transaction, longer than the step: cut.
+      await app.worker.makeOwedEventMessages(4);
+      await app.worker.makeOwedEventMessages(4);
+      expect(await ranges()).to.deep.equal(['1-2', '3-3', '4-5', '6-9', '10-10']);
+      expect(await sql('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: null }]);
+    });
+
     it('makes each owed message once when it is made twice (another instance, or a crash before the mark moved)', async () => {
       await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
       const conversationId = randomUUID();

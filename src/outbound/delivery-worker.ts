@@ -19,6 +19,12 @@ export const MAX_EVENTS_BODY_BYTES = 256 * 1024;
 const FANOUT_BATCH = 100;
 /** Conversations whose owed `conversation.events` messages are made per statement. */
 const OWED_BATCH = 100;
+/**
+ * Events of one conversation read per statement (a backlog is made in steps). A transaction is cut
+ * at this size only when it alone stored more events of one conversation (group commit stores at
+ * most `INGEST_GROUP_MAX_EVENTS`, 500, plus one batch).
+ */
+const OWED_EVENTS = 10_000;
 /** Jobs one worker fetches at once and runs together (each a message to its endpoints, or a retry). */
 const JOBS_PER_FETCH = 4;
 
@@ -247,19 +253,20 @@ export class DeliveryWorker {
   /**
    * Makes the `conversation.events` messages that conversations owe (`webhook_events_from`, set by the
    * ingest transaction: Migration20261127010000_webhook_events_marker), for up to `OWED_BATCH`
-   * conversations: one message per transaction that stored their events (runs of one `xmin`), stamped
+   * conversations and `maxEvents` events of each: one message per transaction that stored their events (runs of one `xmin`), stamped
    * with that transaction's time, its id derived from the conversation and its first sequence number,
    * so that making it twice (another instance, a crash before the mark moved) stores it once. Then
    * moves each mark past what was made, in id order and skipping rows an ingest holds (never waiting
    * on one, never deadlocking with one): those are made again, as the same messages, next time.
    * Returns how many conversations it read, and how many marks it moved.
    */
-  async makeOwedEventMessages(): Promise<{ read: number; moved: number }> {
+  async makeOwedEventMessages(maxEvents = OWED_EVENTS): Promise<{ read: number; moved: number }> {
     const knex = this.em.getConnection().getKnex();
     const owed = (
       await knex.raw(
         `with owed as (
-           select c.id, c.owner_id, c.created_at, c.webhook_events_from as from_seq, c.event_count as to_seq
+           select c.id, c.owner_id, c.created_at, c.event_count, c.webhook_events_from as from_seq,
+             least(c.event_count, c.webhook_events_from + ? - 1) as to_seq
            from conversations c where c.webhook_events_from is not null limit ?
          ),
          events as (
@@ -270,18 +277,28 @@ export class DeliveryWorker {
          runs as (
            select *, sum(starts) over (partition by conversation_id order by seq) as run from events
          ),
+         batches as (
+           select r.conversation_id, r.owner_id, r.conversation_created_at, r.run, max(r.run) over (partition by r.conversation_id) as last_run,
+             min(r.seq) as from_seq, max(r.seq) as to_seq, min(r.received_at) as created_at
+           from runs r group by r.conversation_id, r.owner_id, r.conversation_created_at, r.run
+         ),
+         kept as (
+           -- The last transaction of a range cut at the cap may go on past it: made whole next time.
+           select b.* from batches b join owed o on o.id = b.conversation_id
+           where not (o.to_seq < o.event_count and b.run = b.last_run and b.last_run > 1)
+         ),
          made as (
            insert into webhook_messages (id, owner_id, conversation_id, type, data, created_at)
            -- The conversation's creation time too: a conversation deleted and sent again starts at seq 1 again.
-           select 'msg_' || md5(r.conversation_id::text || '/' || (extract(epoch from r.conversation_created_at) * 1000000)::bigint || '/' || min(r.seq)),
-             r.owner_id, r.conversation_id, 'conversation.events',
-             jsonb_build_object('conversation_id', r.conversation_id, 'from_seq', min(r.seq), 'to_seq', max(r.seq)),
-             min(r.received_at)
-           from runs r group by r.conversation_id, r.owner_id, r.conversation_created_at, r.run
+           select 'msg_' || md5(k.conversation_id::text || '/' || (extract(epoch from k.conversation_created_at) * 1000000)::bigint || '/' || k.from_seq),
+             k.owner_id, k.conversation_id, 'conversation.events',
+             jsonb_build_object('conversation_id', k.conversation_id, 'from_seq', k.from_seq, 'to_seq', k.to_seq), k.created_at
+           from kept k
            on conflict (id) do nothing
          )
-         select id, from_seq, to_seq from owed`,
-        [OWED_BATCH],
+         select o.id, o.from_seq, coalesce(max(k.to_seq), o.to_seq) as to_seq
+         from owed o left join kept k on k.conversation_id = o.id group by o.id, o.from_seq, o.to_seq`,
+        [maxEvents, OWED_BATCH],
       )
     ).rows as { id: string; from_seq: number; to_seq: number }[];
     if (owed.length === 0) return { read: 0, moved: 0 };
