@@ -3,6 +3,7 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { isAlive } from '../src/db/embedded-postgres.ts';
+import { SERVER_NODE_FLAGS } from '../src/server-node-flags.ts';
 import { minimalEvent } from './fixtures/events.ts';
 import { describeProcesses, killPids, processesWithEnv } from './helpers/process-scan.ts';
 import {
@@ -99,6 +100,13 @@ describe('npm start: signals to the started process', function () {
     const last = (run: RunningProcess) => JSON.parse(run.stdout.trimEnd().split('\n').pop()!) as Record<string, string>;
     return { sessionApiKey: last(key).session_api_key!, accessToken: last(user).access_token! };
   }
+
+  it('runs the server with SERVER_NODE_FLAGS: npm start and npm run start:prod name them (src/server-node-flags.ts says why)', () => {
+    const { scripts } = JSON.parse(fs.readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> };
+    for (const name of ['start', 'start:prod']) {
+      expect(scripts[name]!.split(' ').slice(0, 2 + SERVER_NODE_FLAGS.length), name).to.deep.equal(['exec', 'node', ...SERVER_NODE_FLAGS]);
+    }
+  });
 
   it('SIGTERM to npm during an in-flight webhook batch: the batch gets 200 and is stored, npm exits 0 within the grace period, nothing is left running', async () => {
     const server = await startWithNpm();

@@ -7,6 +7,7 @@ import { freePort } from './free-port.ts';
 import { testDatabase } from './hooks.ts';
 import { captureLog } from './secret-scan.ts';
 import { serverOutputReader } from './response-contract.ts';
+import { SERVER_NODE_FLAGS } from '../../src/server-node-flags.ts';
 
 /**
  * Real server processes for tests that need more than `supertest(app.callback())`: signals,
@@ -148,7 +149,7 @@ export interface ServerProcess extends RunningProcess {
 
 /**
  * Starts a server on a free port and waits until /readyz answers 200, measuring how long that took.
- * `launch` spawns it given its environment; by default `node --import tsx src/main.ts`.
+ * `launch` spawns it given its environment; by default `node <SERVER_NODE_FLAGS> --import tsx src/main.ts`, as `npm start`.
  */
 export async function startServerProcess(
   env: NodeJS.ProcessEnv,
@@ -157,7 +158,7 @@ export async function startServerProcess(
   const readyWithinMs = options.readyWithinMs ?? 30_000;
   const port = await freePort();
   const started = Date.now();
-  const launch = options.launch ?? ((e) => spawnNode('src/main.ts', [], e));
+  const launch = options.launch ?? ((e) => spawnProcess(process.execPath, [...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/main.ts'], e));
   const run = launch({ RESPONSE_VALIDATION: 'log', ...env, PORT: String(port) });
   const server: ServerProcess = Object.assign(run, { port, baseUrl: `http://127.0.0.1:${port}`, startupMs: 0 });
   // Server logs go to the end-of-run secret scan.
