@@ -606,25 +606,31 @@ describe('outbound webhooks', function () {
   });
 
   describe('durability', () => {
-    it('SIGKILL after the commit, before any message was made: delivered after a restart, none lost', async () => {
-      const env = {
-        ...process.env,
-        DATABASE_URL: testDatabase().url,
-        DATA_DIR: testConfig().dataDir,
-        CREDENTIAL_CACHE_TTL_MS: '0',
-        OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true',
-        OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true',
-      };
-      const { id } = await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
-      // Its worker looks for owed messages at start only, then not for a minute: the kill comes first.
-      const first = await startServerProcess({ ...env, OUTBOUND_WEBHOOK_DISPATCH_MS: '60000' });
-      const conversationId = randomUUID();
-      const response = await fetch(`${first.baseUrl}/api/v1/webhooks/events/${conversationId}`, {
+    /** A server process on the test database, delivering to the loopback receiver. */
+    const serverEnv = (extra: Record<string, string> = {}) => ({
+      ...process.env,
+      DATABASE_URL: testDatabase().url,
+      // The key file the test app encrypted the endpoint's secret with.
+      DATA_DIR: testConfig().dataDir,
+      CREDENTIAL_CACHE_TTL_MS: '0',
+      OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true',
+      OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true',
+      ...extra,
+    });
+    const postOneEvent = (baseUrl: string, conversationId: string) =>
+      fetch(`${baseUrl}/api/v1/webhooks/events/${conversationId}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-session-api-key': user.sessionApiKey },
         body: JSON.stringify([minimalEvent('MessageEvent', { id: randomUUID() })]),
       });
-      expect(response.status).to.equal(200);
+
+    it('SIGKILL after the commit, before any message was made: delivered after a restart, none lost', async () => {
+      const env = serverEnv();
+      const { id } = await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
+      // Its worker looks for owed messages at start only, then not for a minute: the kill comes first.
+      const first = await startServerProcess({ ...env, OUTBOUND_WEBHOOK_DISPATCH_MS: '60000' });
+      const conversationId = randomUUID();
+      expect((await postOneEvent(first.baseUrl, conversationId)).status).to.equal(200);
       first.child.kill('SIGKILL');
       await first.exited;
       const sql = testDatabase().orm.em.getConnection();
@@ -636,29 +642,17 @@ describe('outbound webhooks', function () {
     });
 
     it('SIGKILL during a delivery: the attempt is made again after a restart, none lost', async () => {
-      const env = {
-        ...process.env,
-        DATABASE_URL: testDatabase().url,
-        // The key file the test app encrypted the endpoint's secret with.
-        DATA_DIR: testConfig().dataDir,
+      const env = serverEnv({
         LOG_LEVEL: 'info',
-        CREDENTIAL_CACHE_TTL_MS: '0',
-        OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true',
-        OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true',
         OUTBOUND_WEBHOOK_TIMEOUT_MS: '1000',
         OUTBOUND_WEBHOOK_RETRY_SCHEDULE: '0,300,300',
         OUTBOUND_WEBHOOK_POLL_MS: '500',
-      };
+      });
       const { id } = await createEndpoint({ url: receiver.url });
       receiver.hang = true;
       const first = await startServerProcess(env);
       const conversationId = randomUUID();
-      const response = await fetch(`${first.baseUrl}/api/v1/webhooks/events/${conversationId}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-session-api-key': user.sessionApiKey },
-        body: JSON.stringify([minimalEvent('MessageEvent', { id: randomUUID() })]),
-      });
-      expect(response.status).to.equal(200);
+      expect((await postOneEvent(first.baseUrl, conversationId)).status).to.equal(200);
       // The first attempt reached the receiver, which holds it: kill the server mid-delivery.
       expect(await waitFor(() => receiver.requests.length >= 1, 15_000)).to.equal(true);
       first.child.kill('SIGKILL');
