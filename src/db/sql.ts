@@ -11,7 +11,13 @@ export async function sqlRows<T>(em: EntityManager, text: string, values: unknow
   const connection = await client.acquireConnection();
   try {
     const result = await connection.query(name ? { name, text, values } : { text, values });
-    return result.rows as T[];
+    // The driver's result stays reachable from the old generation until its next collection (after a
+    // young collection every query's result was still alive, after a full one none): rows left in it
+    // survived each young collection, which then copied every page read since the last one. The
+    // caller gets an array of its own, and the rows die young (docs/performance.md, "Young-generation collections").
+    const rows = result.rows.slice() as T[];
+    result.rows.length = 0;
+    return rows;
   } finally {
     client.releaseConnection(connection);
   }
