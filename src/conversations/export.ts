@@ -2,7 +2,7 @@ import type { Writable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { to as copyTo } from 'pg-copy-streams';
 import { sqlRows } from '../db/sql.ts';
-import { withoutEncryptedContent } from './mapper.ts';
+import { storedEventHead, withoutEncryptedContent } from './mapper.ts';
 import { readConversationView } from './views.ts';
 
 /**
@@ -174,7 +174,7 @@ function pageLines(rows: ExportRow[], keepEncryptedContent: boolean, output: Gro
   const events: Buffer[] = [];
   let size = 0;
   for (const row of rows) {
-    const head = `{"seq":${row.seq},"received_at":"${new Date(row.receivedMs).toISOString()}","event":`;
+    const head = storedEventHead(row.seq, new Date(row.receivedMs).toISOString());
     const event =
       keepEncryptedContent || !row.payload.includes(ENCRYPTED_CONTENT_KEY)
         ? row.payload

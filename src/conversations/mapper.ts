@@ -84,12 +84,21 @@ export interface StoredEventRow {
 export const STORED_EVENT_COLUMNS = `seq, to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as received_at, payload::text as payload`;
 
 /**
+ * What a `StoredEvent`'s JSON holds before its event: the one place its shape is written (the event
+ * by id, the list and the export all use it, so an export line reads as the list's item). ASCII only:
+ * its length is its byte count.
+ */
+export function storedEventHead(seq: number, receivedAt: string): string {
+  return `{"seq":${seq},"received_at":"${receivedAt}","event":`;
+}
+
+/**
  * A `StoredEvent` as JSON text. The stored payload is spliced in as it is: parsing it here would
  * round large numbers, and it was written by `stringifyJson`, so it is valid JSON.
  */
 export function toStoredEventJson(row: StoredEventRow, options: { keepEncryptedContent?: boolean } = {}): string {
   const event = options.keepEncryptedContent ? row.payload : withoutEncryptedContent(row.payload);
-  return `{"seq":${row.seq},"received_at":"${row.received_at}","event":${event}}`;
+  return `${storedEventHead(row.seq, row.received_at)}${event}}`;
 }
 
 /**
@@ -106,8 +115,7 @@ export function eventPageBody(
   const events: string[] = [];
   let size = 0;
   for (const [i, row] of rows.entries()) {
-    // Heads are ASCII (digits and an ISO instant): their length is their byte count.
-    const head = `${i === 0 ? '' : ','}{"seq":${row.seq},"received_at":"${row.received_at}","event":`;
+    const head = `${i === 0 ? '' : ','}${storedEventHead(row.seq, row.received_at)}`;
     const event = withoutEncryptedContent(row.payload);
     heads.push(head);
     events.push(event);
