@@ -27,7 +27,7 @@ import { isoInstant } from '../src/conversations/event-time.ts';
 import { conversationCountQuery, conversationPageQuery, eventCountQuery, eventPageQuery, jsonArray } from '../src/conversations/conversation-service.ts';
 import { conversationCursor, conversationFilterOf, eventCursor, eventFilterOf } from '../src/conversations/search.ts';
 import { freePort } from '../test/helpers/free-port.ts';
-import { SERVER_NODE_FLAGS } from '../src/server-node-flags.ts';
+import { serverNodeArgs } from '../src/server-node-flags.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 // The shared kit beside the project (main checkout) or beside its worktree directory.
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
   ];
 
   const port = await freePort();
-  const server = spawn(process.execPath, [...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/main.ts'], {
+  const server = spawn(process.execPath, serverNodeArgs(), {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: URL_, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -27,7 +27,7 @@ import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { createLogger } from '../src/logger.ts';
 import { generateSecret, hashSecret } from '../src/identity/secrets.ts';
-import { SERVER_NODE_FLAGS } from '../src/server-node-flags.ts';
+import { serverNodeArgs } from '../src/server-node-flags.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KIT = path.resolve(ROOT, process.env.BENCH_KIT ?? '../shared/bench');
@@ -277,7 +277,7 @@ async function main(): Promise<void> {
   const url = `http://127.0.0.1:${port}`;
   const outbound = endpointCount > 0 ? { OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true', OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true' } : {};
   // BENCH_SERVER_NODE_FLAGS: the server's Node.js flags instead of SERVER_NODE_FLAGS ('' for none), to compare runtime settings.
-  const server = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean) ?? SERVER_NODE_FLAGS), '--import', 'tsx', 'src/main.ts'], {
+  const server = spawn(process.execPath, serverNodeArgs('src/main.ts', process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean)), {
     cwd: ROOT,
     env: { ...process.env, ...outbound, DATABASE_URL: database.url, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { userInfo } from 'node:os';
 import { createLogger } from '../src/logger.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/db/embedded-postgres.ts';
-import { SERVER_NODE_FLAGS } from '../src/server-node-flags.ts';
+import { serverNodeArgs } from '../src/server-node-flags.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -231,7 +231,7 @@ async function main(): Promise<void> {
   const start = async (index: number): Promise<boolean> => {
     const port = firstPort + index;
     const log = fs.openSync(path.join(dataDir, `instance-${index + 1}.log`), 'a');
-    const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, '--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
+    const child = spawn(process.execPath, serverNodeArgs(path.join(ROOT, 'src', 'main.ts')), {
       cwd: ROOT,
       env: instanceEnv(port),
       stdio: ['ignore', log, log],

@@ -7,7 +7,7 @@ import { freePort } from './free-port.ts';
 import { testDatabase } from './hooks.ts';
 import { captureLog } from './secret-scan.ts';
 import { serverOutputReader } from './response-contract.ts';
-import { SERVER_NODE_FLAGS } from '../../src/server-node-flags.ts';
+import { serverNodeArgs } from '../../src/server-node-flags.ts';
 
 /**
  * Real server processes for tests that need more than `supertest(app.callback())`: signals,
@@ -158,7 +158,7 @@ export async function startServerProcess(
   const readyWithinMs = options.readyWithinMs ?? 30_000;
   const port = await freePort();
   const started = Date.now();
-  const launch = options.launch ?? ((e) => spawnProcess(process.execPath, [...SERVER_NODE_FLAGS, '--import', 'tsx', 'src/main.ts'], e));
+  const launch = options.launch ?? ((e) => spawnProcess(process.execPath, serverNodeArgs(), e));
   const run = launch({ RESPONSE_VALIDATION: 'log', ...env, PORT: String(port) });
   const server: ServerProcess = Object.assign(run, { port, baseUrl: `http://127.0.0.1:${port}`, startupMs: 0 });
   // Server logs go to the end-of-run secret scan.
