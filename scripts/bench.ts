@@ -220,17 +220,13 @@ async function waitForDeliveries(connection: AbstractSqlConnection, ownerId: str
     const [row] = await connection.execute<{ messages: number; deliveries: number; pending: number }[]>(
       `select (select count(*) from webhook_messages where owner_id = ?)::integer as messages,
               (select count(*) from webhook_deliveries d join webhook_messages m on m.id = d.message_id where m.owner_id = ?)::integer as deliveries,
-              (select coalesce(sum(n), 0) from (
-                 select count(*) * (select count(*) from webhook_endpoints e where e.owner_id = ? and not e.disabled) as n
-                 from webhook_messages where owner_id = ? and not fanned_out
-                 union all
-                 select count(*) from webhook_deliveries d join webhook_messages m on m.id = d.message_id
-                 where m.owner_id = ? and d.state = 'pending'
-                 union all
-                 -- Conversations owed conversation.events messages not made yet: at least one each, to each endpoint.
-                 select count(*) * (select count(*) from webhook_endpoints e where e.owner_id = ? and not e.disabled)
-                 from conversations where owner_id = ? and webhook_events_from is not null) pending)::integer as pending`,
-      [ownerId, ownerId, ownerId, ownerId, ownerId, ownerId, ownerId],
+              (select (select count(*) from webhook_endpoints e where e.owner_id = ? and not e.disabled) * (
+                        (select count(*) from webhook_messages where owner_id = ? and not fanned_out)
+                        -- Conversations owed conversation.events messages not made yet: at least one each.
+                        + (select count(*) from conversations where owner_id = ? and webhook_events_from is not null))
+                      + (select count(*) from webhook_deliveries d join webhook_messages m on m.id = d.message_id
+                         where m.owner_id = ? and d.state = 'pending'))::integer as pending`,
+      [ownerId, ownerId, ownerId, ownerId, ownerId, ownerId],
     );
     return row!;
   };
