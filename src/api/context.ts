@@ -74,7 +74,7 @@ export function bodyTextOf(ctx: KoaContext): string {
   return ctx.state.bodyText ?? '';
 }
 
-/** A response whose body is already JSON text (stored event payloads go out exactly as stored). */
+/** A response whose body is already JSON, as text or its bytes (stored event payloads go out exactly as stored). */
 export function respondWithJsonText(ctx: KoaContext, status: number, json: string | Buffer): void {
   ctx.status = status;
   ctx.type = 'application/json';
