@@ -3,19 +3,25 @@ import { IngestPressure, MAX_REST_MS, OutboundGate, REST_FACTOR } from '../src/o
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Runs `units` units of `ms` each through the gate at once; returns when each started, relative to the first. */
-async function startTimes(gate: OutboundGate, units: number, ms: number): Promise<number[]> {
-  const started: number[] = [];
+/**
+ * Runs `units` units of `ms` each through the gate at once; returns, in the order they ran, when each
+ * started (relative to the first) and how long it took: a timer may fire a little before its `ms`, and
+ * the gate's rest is a multiple of what the unit really took.
+ */
+async function runUnits(gate: OutboundGate, units: number, ms: number): Promise<{ started: number; took: number }[]> {
+  const ran: { started: number; took: number }[] = [];
   const origin = performance.now();
   await Promise.all(
     Array.from({ length: units }, () =>
       gate.run(async () => {
-        started.push(performance.now() - origin);
+        const unit = { started: performance.now() - origin, took: 0 };
+        ran.push(unit);
         await sleep(ms);
+        unit.took = performance.now() - origin - unit.started;
       }),
     ),
   );
-  return started;
+  return ran;
 }
 
 describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
@@ -38,8 +44,8 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
   });
 
   it('runs units at once while ingestion is quiet', async () => {
-    const started = await startTimes(new OutboundGate(new IngestPressure(50)), 4, 30);
-    expect(Math.max(...started)).to.be.below(15);
+    const ran = await runUnits(new OutboundGate(new IngestPressure(50)), 4, 30);
+    expect(Math.max(...ran.map((unit) => unit.started))).to.be.below(15);
   });
 
   it('runs units one at a time, each followed by a rest REST_FACTOR times as long, while ingestion is busy', async function () {
@@ -50,11 +56,12 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
     expect(pressure.busy()).to.equal(true);
     const busy = setInterval(() => pressure.note(), 5); // ingestion goes on meanwhile
     try {
-      const started = await startTimes(new OutboundGate(pressure), 3, 20);
-      // 20 ms of work, then a rest of REST_FACTOR × 20 ms before the next unit.
-      const gap = 20 * (1 + REST_FACTOR);
-      expect(started[1]! - started[0]!).to.be.within(gap - 10, gap + 400);
-      expect(started[2]! - started[1]!).to.be.within(gap - 10, gap + 400);
+      const ran = await runUnits(new OutboundGate(pressure), 3, 20);
+      // About 20 ms of work, then a rest of REST_FACTOR times what it took before the next unit.
+      for (const [previous, next] of [[ran[0]!, ran[1]!], [ran[1]!, ran[2]!]] as const) {
+        const gap = previous.took * (1 + REST_FACTOR);
+        expect(next.started - previous.started).to.be.within(gap - 10, gap + 400);
+      }
     } finally {
       clearInterval(busy);
     }
@@ -69,8 +76,8 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
     try {
       // 300 ms of work would earn a longer rest than MAX_REST_MS.
       expect(300 * REST_FACTOR).to.be.above(MAX_REST_MS);
-      const started = await startTimes(new OutboundGate(pressure), 2, 300);
-      expect(started[1]! - started[0]!).to.be.within(300 + MAX_REST_MS - 50, 300 + MAX_REST_MS + 400);
+      const ran = await runUnits(new OutboundGate(pressure), 2, 300);
+      expect(ran[1]!.started - ran[0]!.started).to.be.within(300 + MAX_REST_MS - 50, 300 + MAX_REST_MS + 400);
     } finally {
       clearInterval(busy);
     }
