@@ -1,0 +1,85 @@
+import { expect } from 'chai';
+import { IngestPressure, MAX_REST_MS, OutboundGate, REST_FACTOR } from '../../src/outbound/ingest-pressure.ts';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs `units` units of `ms` each through the gate at once; returns, in the order they ran, when each
+ * started (relative to the first) and how long it took: a timer may fire a little before its `ms`, and
+ * the gate's rest is a multiple of what the unit really took.
+ */
+async function runUnits(gate: OutboundGate, units: number, ms: number): Promise<{ started: number; took: number }[]> {
+  const ran: { started: number; took: number }[] = [];
+  const origin = performance.now();
+  await Promise.all(
+    Array.from({ length: units }, () =>
+      gate.run(async () => {
+        const unit = { started: performance.now() - origin, took: 0 };
+        ran.push(unit);
+        await sleep(ms);
+        unit.took = performance.now() - origin - unit.started;
+      }),
+    ),
+  );
+  return ran;
+}
+
+describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
+  it('counts batches a second over the last full second, and drops to zero after a quiet second', async function () {
+    this.timeout(5_000);
+    const pressure = new IngestPressure(50);
+    for (let i = 0; i < 120; i++) pressure.note();
+    expect(pressure.busy()).to.equal(false); // the first second is not over
+    await sleep(1_050);
+    expect(pressure.rate()).to.be.within(60, 120); // 120 batches over the second or so that passed
+    expect(pressure.busy()).to.equal(true);
+    await sleep(1_050);
+    expect(pressure.busy()).to.equal(false); // no batch in the last second
+  });
+
+  it('never yields with a threshold of 0 (OUTBOUND_WEBHOOK_YIELD_ABOVE=0)', async () => {
+    const pressure = new IngestPressure(0);
+    for (let i = 0; i < 10_000; i++) pressure.note();
+    expect(pressure.busy()).to.equal(false);
+  });
+
+  it('runs units at once while ingestion is quiet', async () => {
+    const ran = await runUnits(new OutboundGate(new IngestPressure(50)), 4, 30);
+    expect(Math.max(...ran.map((unit) => unit.started))).to.be.below(15);
+  });
+
+  it('runs units one at a time, each followed by a rest REST_FACTOR times as long, while ingestion is busy', async function () {
+    this.timeout(5_000);
+    const pressure = new IngestPressure(1);
+    for (let i = 0; i < 10; i++) pressure.note();
+    await sleep(1_010);
+    expect(pressure.busy()).to.equal(true);
+    const busy = setInterval(() => pressure.note(), 5); // ingestion goes on meanwhile
+    try {
+      const ran = await runUnits(new OutboundGate(pressure), 3, 20);
+      // About 20 ms of work, then a rest of REST_FACTOR times what it took before the next unit.
+      for (const [previous, next] of [[ran[0]!, ran[1]!], [ran[1]!, ran[2]!]] as const) {
+        const gap = previous.took * (1 + REST_FACTOR);
+        expect(next.started - previous.started).to.be.within(gap - 10, gap + 400);
+      }
+    } finally {
+      clearInterval(busy);
+    }
+  });
+
+  it('rests at most MAX_REST_MS after a long unit', async function () {
+    this.timeout(6_000);
+    const pressure = new IngestPressure(1);
+    for (let i = 0; i < 10; i++) pressure.note();
+    await sleep(1_010);
+    const busy = setInterval(() => pressure.note(), 5); // ingestion goes on meanwhile
+    try {
+      // 300 ms of work would earn a longer rest than MAX_REST_MS.
+      expect(300 * REST_FACTOR).to.be.above(MAX_REST_MS);
+      const ran = await runUnits(new OutboundGate(pressure), 2, 300);
+      expect(ran[1]!.started - ran[0]!.started).to.be.within(300 + MAX_REST_MS - 50, 300 + MAX_REST_MS + 400);
+    } finally {
+      clearInterval(busy);
+    }
+  });
+});
