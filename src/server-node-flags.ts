@@ -1,6 +1,6 @@
 /**
  * The Node.js flags every server process runs with: `npm start`, `npm run start:prod` (package.json
- * repeats them; test/npm-start.test.ts checks that it does), the cluster's instances, the benches and
+ * repeats them; test/system/npm-start.test.ts checks that it does), the cluster's instances, the benches and
  * the tests' servers.
  *
  * `--max-semi-space-size=16` (MB): V8 13 (Node.js 24) sizes the young generation from the machine's

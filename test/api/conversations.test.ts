@@ -75,7 +75,7 @@ describe('conversations (read-back API)', () => {
       expect(conversation).to.have.all.keys('id', 'title', 'execution_status', 'event_count', 'created_at', 'updated_at', 'last_event_at', 'metrics',
         'parent_conversation_id', 'sub_conversation_ids', 'forked_from_conversation_id', 'tags', 'accumulated_cost_usd', 'accumulated_cost_micro_usd');
       expect(conversation.id).to.equal(conversationId);
-      // Until the agent-server posts its conversation info (test/conversation-info.test.ts).
+      // Until the agent-server posts its conversation info (test/api/webhooks.conversation-info.test.ts).
       expect(conversation).to.include({ title: null, metrics: null, accumulated_cost_usd: 0, accumulated_cost_micro_usd: 0 });
       expect(conversation.execution_status).to.equal('paused');
       expect(conversation.event_count).to.equal(3);

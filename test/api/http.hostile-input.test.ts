@@ -13,7 +13,7 @@ import { credentialHeaders, fillPath, schemesOf, specOperations, type SpecOperat
  * types, invalid UTF-8, bodies over the limit, path and query tricks. Nothing may give a 5xx.
  *
  * Property-based (fast-check) with a fixed seed and case count, so CI is reproducible;
- * `HOSTILE_RUNS=5000 HOSTILE_SEED=… npx mocha test/hostile-input.test.ts` explores more.
+ * `HOSTILE_RUNS=5000 HOSTILE_SEED=… npx mocha test/api/http.hostile-input.test.ts` explores more.
  */
 const RUNS = Number(process.env.HOSTILE_RUNS ?? 150);
 const SEED = Number(process.env.HOSTILE_SEED ?? 20261123);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { ormOptions, unnamedStatementsOnly } from '../../src/db/database.ts';
 
-/** Settings for running behind a transaction-pooling PgBouncer (docs/scaling.md); end to end in test/cluster.test.ts. */
+/** Settings for running behind a transaction-pooling PgBouncer (docs/scaling.md); end to end in test/system/cluster.test.ts. */
 describe('DATABASE_POOL_MODE, DATABASE_LISTEN_URL, DATABASE_APPLICATION_NAME', () => {
   const url = 'postgres://app@pgbouncer:6432/app';
 
