@@ -13,6 +13,7 @@ import { minimalEvent } from '../fixtures/events.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 /** Retention (RETENTION_DAYS, RETENTION_ARCHIVE_DIR): src/retention/. */
 describe('retention of conversations (RETENTION_DAYS)', function () {
@@ -45,11 +46,7 @@ describe('retention of conversations (RETENTION_DAYS)', function () {
     const events = Array.from({ length: count }, (_, i) =>
       minimalEvent('MessageEvent', { id: randomUUID(), llm_message: { role: 'user', content: [{ type: 'text', text: `message ${i} ✓ \u0000 big 12345678901234567890` }] } }),
     );
-    await app.request
-      .post(`/api/v1/webhooks/events/${conversationId}`)
-      .set('X-Session-API-Key', user.sessionApiKey)
-      .send(events)
-      .expect(200);
+    await postEvents(app, user.sessionApiKey, conversationId, events).expect(200);
   }
   const age = (conversationId: string, days: number) =>
     sql(`update conversations set updated_at = now() - make_interval(days => ?) where id = ?`, [days, conversationId]);

@@ -7,6 +7,7 @@ import { testDatabase } from '../helpers/hooks.ts';
 import { minimalEvent } from '../fixtures/events.ts';
 import { isoInstant } from '../../src/conversations/event-time.ts';
 import { conversationExport, writeChunks } from '../../src/conversations/export.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 interface StoredEvent {
   seq: number;
@@ -46,8 +47,7 @@ describe('search and export', () => {
     stranger = await createUserFixture();
   });
 
-  const deliver = (conversationId: string, events: unknown[], user = owner) =>
-    client.request.post(`/api/v1/webhooks/events/${conversationId}`).set('X-Session-API-Key', user.sessionApiKey).send(events).expect(200);
+  const deliver = (conversationId: string, events: unknown[], user = owner) => postEvents(client, user.sessionApiKey, conversationId, events).expect(200);
   const postInfo = (info: Record<string, unknown>, user = owner) =>
     client.request.post('/api/v1/webhooks/conversations').set('X-Session-API-Key', user.sessionApiKey).send(info);
   const get = (path: string, user = owner) => client.request.get(path).set('X-Access-Token', user.accessToken);

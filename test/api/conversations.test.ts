@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { minimalEvent } from '../fixtures/events.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 interface ConversationView {
   id: string;
@@ -43,12 +44,7 @@ describe('conversations (read-back API)', () => {
   });
 
   /** Delivers `events` to the webhook as `user` (the owner by default). */
-  const deliver = (conversationId: string, events: unknown[], user = owner) =>
-    client.request
-      .post(`/api/v1/webhooks/events/${conversationId}`)
-      .set('X-Session-API-Key', user.sessionApiKey)
-      .send(events)
-      .expect(200);
+  const deliver = (conversationId: string, events: unknown[], user = owner) => postEvents(client, user.sessionApiKey, conversationId, events).expect(200);
 
   /** A GET as the owner (access token) unless another credential, or `null` for none, is given. */
   const get = (path: string, credential: Credential | null = accessTokenOf(owner)) => {

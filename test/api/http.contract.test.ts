@@ -17,6 +17,7 @@ import { createUserFixture } from '../helpers/fixtures.ts';
 import { testConfig, testDatabase } from '../helpers/hooks.ts';
 import { serverOutputReader, takeViolations } from '../helpers/response-contract.ts';
 import { specOperations } from '../helpers/spec-operations.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 /**
  * The contract is exact (issue 19): every response is one `spec/openapi.yaml` describes, and the
@@ -192,12 +193,7 @@ describe('numbers read back as sent', () => {
     const conversationId = randomUUID();
     const text = JSON.stringify([minimalEvent('ActionEvent')]).replace('"timeout":null', '"timeout":120.0,"ratio":1.50,"scale":1e2,"zero":-0');
     expect(text).to.include('"timeout":120.0');
-    await app.request
-      .post(`/api/v1/webhooks/events/${conversationId}`)
-      .set('X-Session-API-Key', user.sessionApiKey)
-      .set('Content-Type', 'application/json')
-      .send(text)
-      .expect(200);
+    await postEvents(app, user.sessionApiKey, conversationId, text).expect(200);
     const read = await app.request.get(`/api/v1/conversations/${conversationId}/events`).set('X-Access-Token', user.accessToken).expect(200);
     expect(read.text).to.include('"timeout":120.0,"ratio":1.50,"scale":1e2,"zero":-0');
   });

@@ -7,6 +7,7 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { minimalEvent } from '../fixtures/events.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 describe('credential secrecy', () => {
   let client: TestApp;
@@ -40,9 +41,9 @@ describe('credential secrecy', () => {
     await send(client.request.get('/api/admin/super-admins').set('X-Access-Token', member.accessToken));
     await send(client.request.get('/api/admin/super-admins').set('X-Access-Token', sessionApiKey));
     await send(client.request.get('/api/admin/super-admins').set('X-Access-Token', unknownToken));
-    const webhook = `/api/v1/webhooks/events/${randomUUID()}`;
-    await send(client.request.post(webhook).set('X-Session-API-Key', sessionApiKey).send([minimalEvent('PauseEvent')]));
-    await send(client.request.post(webhook).set('X-Session-API-Key', accessToken).send([minimalEvent('PauseEvent')]));
+    const conversationId = randomUUID();
+    await send(postEvents(client, sessionApiKey, conversationId, [minimalEvent('PauseEvent')]));
+    await send(postEvents(client, accessToken, conversationId, [minimalEvent('PauseEvent')]));
     await identity.revoke('cli:test', accessToken);
     await send(client.request.get('/api/admin/super-admins').set('X-Access-Token', accessToken));
 

@@ -16,6 +16,7 @@ import {
   type SpecOperation,
   type SpecParameter,
 } from '../helpers/spec-operations.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 /**
  * HEAD on every GET operation of the contract answers as the GET without a body: the same status and
@@ -120,11 +121,7 @@ describe('HEAD on every GET operation', function () {
   beforeEach(async () => {
     admin = await createUserFixture({ superAdmin: true });
     const conversationId = randomUUID();
-    await request
-      .post(`/api/v1/webhooks/events/${conversationId}`)
-      .set('X-Session-API-Key', admin.sessionApiKey)
-      .send([{ kind: 'PauseEvent', source: 'user' }])
-      .expect(200);
+    await postEvents(request, admin.sessionApiKey, conversationId, [{ kind: 'PauseEvent', source: 'user' }]).expect(200);
     const checkout = await request
       .post('/api/billing/create-checkout-session')
       .set('X-Access-Token', admin.accessToken)

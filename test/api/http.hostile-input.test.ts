@@ -6,6 +6,7 @@ import { eventsOfEveryKind, minimalEvent } from '../fixtures/events.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { credentialHeaders, fillPath, schemesOf, specOperations, type SpecOperation, type SpecParameter } from '../helpers/spec-operations.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 /**
  * Hostile input for every operation of the contract: malformed and near-valid bodies, strings
@@ -89,10 +90,7 @@ describe('hostile input: every operation, nothing gives a 5xx', function () {
   beforeEach(async () => {
     admin = await createUserFixture({ superAdmin: true });
     conversationId = randomUUID();
-    const ingest = await app.request
-      .post(`/api/v1/webhooks/events/${conversationId}`)
-      .set('X-Session-API-Key', admin.sessionApiKey)
-      .send([minimalEvent('MessageEvent')]);
+    const ingest = await postEvents(app, admin.sessionApiKey, conversationId, [minimalEvent('MessageEvent')]);
     expect(ingest.status, ingest.text).to.equal(200);
     const model = await app.request
       .post('/api/admin/verified-models')
@@ -303,11 +301,7 @@ describe('hostile input: every operation, nothing gives a 5xx', function () {
         const bad = UNSTORABLE[stored % UNSTORABLE.length]!;
         const target = randomUUID();
         const sent = setAt({ ...event, id: randomUUID() }, leaf, leaf[0] === 'id' ? `${randomUUID()}${bad}` : bad) as Record<string, unknown>;
-        const reply = await app.request
-          .post(`/api/v1/webhooks/events/${target}`)
-          .set('X-Session-API-Key', admin.sessionApiKey)
-          .set('Content-Type', 'application/json')
-          .send(json([sent]));
+        const reply = await postEvents(app, admin.sessionApiKey, target, json([sent]));
         expect(reply.status, `${String(event.kind)} ${json(leaf)}: ${reply.text}`).to.be.oneOf([200, 422]);
         if (reply.status === 422) {
           expect(reply.text, `${json(leaf)} of ${String(event.kind)}`).to.not.include('string_unicode');
@@ -334,10 +328,7 @@ describe('hostile input: every operation, nothing gives a 5xx', function () {
   it('many tiny events in one batch (10 000): stored, or 413 past the body limit; never a 5xx', async () => {
     const small = await createTestApp();
     const batch = Array.from({ length: 10_000 }, () => ({ kind: 'PauseEvent', id: randomUUID(), timestamp: '2026-11-22T12:00:00', source: 'user' }));
-    const reply = await small.request
-      .post(`/api/v1/webhooks/events/${randomUUID()}`)
-      .set('X-Session-API-Key', admin.sessionApiKey)
-      .send(batch);
+    const reply = await postEvents(small, admin.sessionApiKey, randomUUID(), batch);
     expect(reply.status, reply.text.slice(0, 500)).to.equal(200);
   });
 

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { minimalEvent } from '../fixtures/events.ts';
+import { postEvents, webhookPath } from '../helpers/webhook.ts';
 
 type LogLine = Record<string, unknown> & { msg?: string; requestId?: string };
 
@@ -26,11 +27,8 @@ describe('request tracing', () => {
 
   it('puts the request id on every log line of a request, the service lines included', async () => {
     const requestId = `trace-${randomUUID()}`;
-    const response = await client.request
-      .post(`/api/v1/webhooks/events/${randomUUID()}`)
-      .set('X-Session-API-Key', owner.sessionApiKey)
+    const response = await postEvents(client, owner.sessionApiKey, randomUUID(), [minimalEvent('PauseEvent', { id: randomUUID() })])
       .set('X-Request-Id', requestId)
-      .send([minimalEvent('PauseEvent', { id: randomUUID() })])
       .expect(200);
     expect(response.headers['x-request-id']).to.equal(requestId);
     const logged = lines();
@@ -74,11 +72,8 @@ describe('request tracing', () => {
     const ids = Array.from({ length: 8 }, () => `c-${randomUUID()}`);
     await Promise.all(
       ids.map((id) =>
-        client.request
-          .post(`/api/v1/webhooks/events/${randomUUID()}`)
-          .set('X-Session-API-Key', owner.sessionApiKey)
+        postEvents(client, owner.sessionApiKey, randomUUID(), [minimalEvent('PauseEvent', { id: randomUUID() })])
           .set('X-Request-Id', id)
-          .send([minimalEvent('PauseEvent', { id: randomUUID() })])
           .expect(200),
       ),
     );
@@ -87,7 +82,7 @@ describe('request tracing', () => {
     // Each service line carries the id of the request that caused it: its conversation is the one
     // in that request's path.
     for (const line of ingested) {
-      expect(accessLine(line.requestId!).path).to.equal(`/api/v1/webhooks/events/${String(line.conversationId)}`);
+      expect(accessLine(line.requestId!).path).to.equal(webhookPath(String(line.conversationId)));
     }
   });
 });

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { minimalEvent } from '../fixtures/events.ts';
+import { postEvents, webhookPath } from '../helpers/webhook.ts';
 
 type Detail = { loc: (string | number)[]; msg: string; type: string; input?: unknown; ctx?: Record<string, unknown> }[];
 
@@ -16,18 +17,15 @@ describe('422 HTTPValidationError (FastAPI shape)', () => {
     user = await createUserFixture();
   });
 
-  const postEvents = async (events: unknown, conversationId: string = randomUUID()) => {
-    const response = await client.request
-      .post(`/api/v1/webhooks/events/${conversationId}`)
-      .set('X-Session-API-Key', user.sessionApiKey)
-      .send(events as object)
-      .expect(422);
+  /** The 422's detail for a batch the contract refuses. */
+  const detailOf = async (events: unknown, conversationId: string = randomUUID()) => {
+    const response = await postEvents(client, user.sessionApiKey, conversationId, events).expect(422);
     return response.body.detail as Detail;
   };
 
   it('lists every problem of a batch at its exact loc, path parameter included', async () => {
     const { name: _name, ...toolCallWithoutName } = minimalEvent('ActionEvent').tool_call as Record<string, unknown>;
-    const detail = await postEvents(
+    const detail = await detailOf(
       [
         { ...minimalEvent('PauseEvent'), unexpected: true },
         { ...minimalEvent('ActionEvent'), tool_call: toolCallWithoutName },
@@ -90,7 +88,7 @@ describe('422 HTTPValidationError (FastAPI shape)', () => {
   ];
   for (const [name, body, expected] of cases) {
     it(`reports ${name}`, async () => {
-      const detail = await postEvents(body);
+      const detail = await detailOf(body);
       expect(detail, JSON.stringify(detail)).to.have.length(1);
       expect(detail[0]).to.deep.include(expected);
       expect(detail[0]!.msg).to.be.a('string').and.not.be.empty;
@@ -98,20 +96,12 @@ describe('422 HTTPValidationError (FastAPI shape)', () => {
   }
 
   it('reports a missing body as loc ["body"] type missing', async () => {
-    const response = await client.request
-      .post(`/api/v1/webhooks/events/${randomUUID()}`)
-      .set('X-Session-API-Key', user.sessionApiKey)
-      .expect(422);
+    const response = await client.request.post(webhookPath(randomUUID())).set('X-Session-API-Key', user.sessionApiKey).expect(422);
     expect(response.body).to.deep.equal({ detail: [{ loc: ['body'], msg: 'Field required', type: 'missing' }] });
   });
 
   it('reports malformed JSON as json_invalid', async () => {
-    const response = await client.request
-      .post(`/api/v1/webhooks/events/${randomUUID()}`)
-      .set('X-Session-API-Key', user.sessionApiKey)
-      .set('Content-Type', 'application/json')
-      .send('[{"kind": "PauseEvent",')
-      .expect(422);
+    const response = await postEvents(client, user.sessionApiKey, randomUUID(), '[{"kind": "PauseEvent",').expect(422);
     const [error] = response.body.detail as Detail;
     expect(error).to.deep.include({ msg: 'JSON decode error', type: 'json_invalid' });
     expect(error!.loc[0]).to.equal('body');
@@ -121,7 +111,7 @@ describe('422 HTTPValidationError (FastAPI shape)', () => {
     // 0xC3 0x28 is not a UTF-8 sequence; a lenient decoder would store U+FFFD in its place.
     const body = Buffer.concat([Buffer.from('[{"kind": "PauseEvent", "id": "'), Buffer.from([0xc3, 0x28]), Buffer.from('"}]')]);
     const response = await client.request
-      .post(`/api/v1/webhooks/events/${randomUUID()}`)
+      .post(webhookPath(randomUUID()))
       .set('X-Session-API-Key', user.sessionApiKey)
       .set('Content-Type', 'application/json')
       // superagent would JSON-encode a Buffer; the bytes must go out as they are.
@@ -135,7 +125,7 @@ describe('422 HTTPValidationError (FastAPI shape)', () => {
 
   it('caps the error list of a huge bad batch at MAX_VALIDATION_ERRORS', async () => {
     const batch = Array.from({ length: 1000 }, () => ({ kind: 'PauseEvent', bogus: 1 }));
-    const detail = await postEvents(batch);
+    const detail = await detailOf(batch);
     expect(detail).to.have.length(100);
     expect(detail[99]!.loc).to.deep.equal(['body', 99, 'bogus']);
   });
@@ -169,14 +159,14 @@ describe('protocol errors', () => {
   });
 
   it('returns 405 {detail} with Allow for a wrong method', async () => {
-    const response = await client.request.get(`/api/v1/webhooks/events/${randomUUID()}`).expect(405);
+    const response = await client.request.get(webhookPath(randomUUID())).expect(405);
     expect(response.headers.allow).to.equal('POST');
     expect(response.body.detail).to.be.a('string');
   });
 
   it('returns 415 {detail} for a body that is not JSON', async () => {
     const response = await client.request
-      .post(`/api/v1/webhooks/events/${randomUUID()}`)
+      .post(webhookPath(randomUUID()))
       .set('X-Session-API-Key', user.sessionApiKey)
       .set('Content-Type', 'text/plain')
       .send('[]')
@@ -185,17 +175,13 @@ describe('protocol errors', () => {
   });
 
   it('returns 413 {detail} for a body over the configured limit', async () => {
-    const response = await client.request
-      .post(`/api/v1/webhooks/events/${randomUUID()}`)
-      .set('X-Session-API-Key', user.sessionApiKey)
-      .send([{ ...minimalEvent('AgentErrorEvent'), error: 'x'.repeat(4096) }])
-      .expect(413);
+    const response = await postEvents(client, user.sessionApiKey, randomUUID(), [{ ...minimalEvent('AgentErrorEvent'), error: 'x'.repeat(4096) }]).expect(413);
     expect(response.body).to.deep.equal({ detail: 'Request body exceeds the limit of 2048 bytes' });
   });
 
   it('answers 401 before reading the body of a request without a credential', async () => {
     const response = await client.request
-      .post(`/api/v1/webhooks/events/${randomUUID()}`)
+      .post(webhookPath(randomUUID()))
       .set('Content-Type', 'text/plain')
       .send('x'.repeat(4096))
       .expect(401);
@@ -210,7 +196,7 @@ describe('protocol errors', () => {
   });
 
   it('never answers with a stack trace', async () => {
-    const response = await client.request.post('/api/v1/webhooks/events/x').set('Content-Type', 'application/json').send('{');
+    const response = await postEvents(client, null, 'x', '{');
     expect(JSON.stringify(response.body)).to.not.match(/at .*\.ts:\d+/);
   });
 });

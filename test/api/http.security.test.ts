@@ -16,6 +16,7 @@ import {
   USER_SCHEMES,
   type SpecOperation,
 } from '../helpers/spec-operations.ts';
+import { postEvents, webhookPath } from '../helpers/webhook.ts';
 
 /**
  * Security, for every operation of the contract: without credentials, with the wrong kind of
@@ -82,7 +83,7 @@ describe('security: every operation, every kind of credential', function () {
       event.responses_reasoning_item ? { ...event, responses_reasoning_item: { ...(event.responses_reasoning_item as object), encrypted_content: ENCRYPTED } } : event,
     );
     eventIds = events.filter((e) => e.kind !== 'StreamingDeltaEvent').map((e) => e.id as string);
-    const ingest = await app.request.post(`/api/v1/webhooks/events/${conversationId}`).set('X-Session-API-Key', owner.sessionApiKey).send(events);
+    const ingest = await postEvents(app, owner.sessionApiKey, conversationId, events);
     expect(ingest.status, ingest.text).to.equal(200);
     const model = await app.request
       .post('/api/admin/verified-models')
@@ -112,10 +113,7 @@ describe('security: every operation, every kind of credential', function () {
   async function credentialOf(scheme: string, user: UserFixture): Promise<{ headers: Record<string, string>; query?: string }> {
     if (scheme !== 'StreamTicket') return { headers: credentialHeaders(scheme, user) };
     const ownConversation = randomUUID();
-    const ingest = await app.request
-      .post(`/api/v1/webhooks/events/${ownConversation}`)
-      .set('X-Session-API-Key', user.sessionApiKey)
-      .send([minimalEvent('MessageEvent')]);
+    const ingest = await postEvents(app, user.sessionApiKey, ownConversation, [minimalEvent('MessageEvent')]);
     expect(ingest.status, ingest.text).to.equal(200);
     const issued = await app.request.post(`/api/v1/conversations/${ownConversation}/events/stream-tickets`).set('X-Access-Token', user.accessToken);
     expect(issued.status, issued.text).to.equal(201);
@@ -335,7 +333,7 @@ describe('security: slow clients cannot hold the server', function () {
   it('a trickled body (1 byte every 200 ms) is cut after the request timeout; others are served meanwhile', async () => {
     const clients = Array.from({ length: 10 }, () =>
       slowClient((socket) => {
-        socket.write(`POST /api/v1/webhooks/events/${randomUUID()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n[`);
+        socket.write(`POST ${webhookPath(randomUUID())} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n[`);
         return setInterval(() => socket.write(' '), 200);
       }),
     );

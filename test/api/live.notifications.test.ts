@@ -6,6 +6,7 @@ import { testDatabase } from '../helpers/hooks.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { minimalEvent } from '../fixtures/events.ts';
 import { waitFor } from '../helpers/server-process.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 type Activity = Record<string, unknown> & { type: string; conversation_id: string };
 
@@ -30,8 +31,7 @@ describe('conversation activity notifications (LISTEN conversation_activity)', (
     received = [];
   });
 
-  const post = (conversationId: string, events: unknown[], user = owner) =>
-    client.request.post(`/api/v1/webhooks/events/${conversationId}`).set('X-Session-API-Key', user.sessionApiKey).send(events);
+  const post = (conversationId: string, events: unknown[], user = owner) => postEvents(client, user.sessionApiKey, conversationId, events);
 
   const activityOf = (conversationId: string) => received.filter((activity) => activity.conversation_id === conversationId);
 

@@ -5,6 +5,7 @@ import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { parsePrometheusText, sumSamples, type MetricFamily } from '../helpers/prometheus.ts';
 import { minimalEvent } from '../fixtures/events.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 type Families = Map<string, MetricFamily>;
 
@@ -23,11 +24,7 @@ describe('GET /metrics', () => {
     expect(response.headers['content-type']).to.match(/^text\/plain; version=0\.0\.4/);
     return parsePrometheusText(response.text);
   };
-  const webhook = (conversationId: string, events: unknown) =>
-    client.request
-      .post(`/api/v1/webhooks/events/${conversationId}`)
-      .set('X-Session-API-Key', owner.sessionApiKey)
-      .send(events as object);
+  const webhook = (conversationId: string, events: unknown) => postEvents(client, owner.sessionApiKey, conversationId, events);
 
   it('answers the Prometheus text format with request, webhook, pool and process metrics', async () => {
     await client.request.get('/healthz').expect(200);

@@ -14,6 +14,7 @@ import { testConfig, testDatabase } from '../helpers/hooks.ts';
 import { rememberSecret } from '../helpers/secret-scan.ts';
 import { killAllProcesses, startServerProcess, waitFor } from '../helpers/server-process.ts';
 import { minimalEvent } from '../fixtures/events.ts';
+import { postEvents, webhookPath } from '../helpers/webhook.ts';
 
 /** A loopback receiver: records every request; answers with the next status of `answers` (then 200). */
 class Receiver {
@@ -119,8 +120,8 @@ describe('outbound webhooks', function () {
     return response.body as { id: string; secret: string };
   }
 
-  async function postEvents(conversationId: string, events: Record<string, unknown>[], on: OutboundApp = app) {
-    await on.request.post(`/api/v1/webhooks/events/${conversationId}`).set('X-Session-API-Key', user.sessionApiKey).send(events).expect(200);
+  async function deliver(conversationId: string, events: Record<string, unknown>[], on: OutboundApp = app) {
+    await postEvents(on, user.sessionApiKey, conversationId, events).expect(200);
   }
 
   async function messages(endpointId: string) {
@@ -250,8 +251,8 @@ describe('outbound webhooks', function () {
       await startWorker(app);
       const conversationId = randomUUID();
       const batch = [minimalEvent('MessageEvent', { id: randomUUID() }), minimalEvent('PauseEvent', { id: randomUUID() })];
-      await postEvents(conversationId, batch);
-      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await deliver(conversationId, batch);
+      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
       expect(await waitFor(() => receiver.ofType('conversation.events').length >= 2 && receiver.ofType('conversation.created').length >= 1, 15_000)).to.equal(true);
       for (const request of receiver.requests) verify(secret, request);
       const [first, second] = receiver.ofType('conversation.events').sort((a, b) => (a.data.from_seq as number) - (b.data.from_seq as number));
@@ -277,8 +278,8 @@ describe('outbound webhooks', function () {
         source: 'agent',
         llm_message: { role: 'assistant', content: [{ type: 'text', text: 'All tests pass; PR opened.' }] },
       });
-      await postEvents(conversationId, [agentSays]);
-      await postEvents(conversationId, [minimalEvent('ConversationStateUpdateEvent', { id: randomUUID(), key: 'execution_status', value: 'finished' })]);
+      await deliver(conversationId, [agentSays]);
+      await deliver(conversationId, [minimalEvent('ConversationStateUpdateEvent', { id: randomUUID(), key: 'execution_status', value: 'finished' })]);
       expect(await waitFor(() => receiver.requests.length >= 1, 15_000)).to.equal(true);
       await new Promise((resolve) => setTimeout(resolve, 700));
       expect(receiver.requests.map((r) => JSON.parse(r.body).type)).to.deep.equal(['conversation.finished']);
@@ -435,14 +436,10 @@ describe('outbound webhooks', function () {
       const { id } = await createEndpoint({ url: receiver.url });
       const other = await createUserFixture();
       const conversationId = randomUUID();
-      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
       const before = (await messages(id)).length;
       // Another user's batch for the same conversation: 403, nothing stored, nothing announced.
-      await app.request
-        .post(`/api/v1/webhooks/events/${conversationId}`)
-        .set('X-Session-API-Key', other.sessionApiKey)
-        .send([minimalEvent('MessageEvent', { id: randomUUID() })])
-        .expect(403);
+      await postEvents(app, other.sessionApiKey, conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]).expect(403);
       expect((await messages(id)).length).to.equal(before);
       const [mark] = await testDatabase().orm.em.getConnection().execute('select webhook_events_from, event_count from conversations where id = ?', [conversationId]);
       expect(mark).to.deep.equal({ webhook_events_from: 1, event_count: 1 });
@@ -458,7 +455,7 @@ describe('outbound webhooks', function () {
       for (let n = 1; n <= 3; n++) subscribed.push({ n, ...(await createEndpoint({ url: `${receiver.url}?n=${n}`, event_types: ['conversation.events'] })) });
       const otherConversation = await createEndpoint({ url: `${receiver.url}?n=other-conversation`, conversation_id: randomUUID() });
       const otherType = await createEndpoint({ url: `${receiver.url}?n=other-type`, event_types: ['conversation.finished'] });
-      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
       // Stored with the batch: the conversation's mark of the events it owes; the worker makes the message.
       expect(await sql('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: 1 }]);
       expect((await sql('select count(*)::integer as n from webhook_deliveries'))[0]!.n).to.equal(0);
@@ -492,9 +489,9 @@ describe('outbound webhooks', function () {
     it('makes one conversation.events message per committed transaction, however late the worker comes', async () => {
       const { id } = await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
       const conversationId = randomUUID();
-      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() }), minimalEvent('MessageEvent', { id: randomUUID() })]);
-      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
-      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() }), minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() }), minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() }), minimalEvent('MessageEvent', { id: randomUUID() })]);
       // The mark stays where the first owed event is; the later batches do not move it.
       expect(await sql('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: 1 }]);
       await app.worker.makeOwedEventMessages();
@@ -517,10 +514,10 @@ describe('outbound webhooks', function () {
       await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
       const conversationId = randomUUID();
       const batch = (n: number) => Array.from({ length: n }, () => minimalEvent('MessageEvent', { id: randomUUID() }));
-      await postEvents(conversationId, batch(2));
-      await postEvents(conversationId, batch(1));
-      await postEvents(conversationId, batch(2));
-      await postEvents(conversationId, batch(5));
+      await deliver(conversationId, batch(2));
+      await deliver(conversationId, batch(1));
+      await deliver(conversationId, batch(2));
+      await deliver(conversationId, batch(5));
       const ranges = async () =>
         (await sql(`select data->>'from_seq' as f, data->>'to_seq' as t from webhook_messages where conversation_id = ? order by (data->>'from_seq')::integer`, [conversationId])).map(
           (m) => `${m.f}-${m.t}`,
@@ -540,12 +537,12 @@ describe('outbound webhooks', function () {
     it('makes each owed message once when it is made twice (another instance, or a crash before the mark moved)', async () => {
       await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
       const conversationId = randomUUID();
-      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
       await app.worker.makeOwedEventMessages();
       const first = await sql('select id, created_at from webhook_messages where conversation_id = ?', [conversationId]);
       // As if the process died after storing the message but before moving the mark.
       await sql('update conversations set webhook_events_from = 1 where id = ?', [conversationId]);
-      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
       await app.worker.makeOwedEventMessages();
       const again = await sql('select id, created_at from webhook_messages where conversation_id = ? order by created_at', [conversationId]);
       expect(again).to.have.length(2);
@@ -558,7 +555,7 @@ describe('outbound webhooks', function () {
       const disabled = await createEndpoint({ url: receiver.url });
       await app.request.patch(`/api/v1/webhook-endpoints/${disabled.id}`).set(auth()).send({ disabled: true }).expect(200);
       const conversationId = randomUUID();
-      await postEvents(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
       expect((await sql('select count(*)::integer as n from webhook_messages'))[0]!.n).to.equal(0);
       expect(await sql('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: null }]);
       expect((await sql(`select count(*)::integer as n from pgboss.job where name = 'webhook-delivery'`))[0]!.n).to.equal(0);
@@ -618,7 +615,7 @@ describe('outbound webhooks', function () {
       ...extra,
     });
     const postOneEvent = (baseUrl: string, conversationId: string) =>
-      fetch(`${baseUrl}/api/v1/webhooks/events/${conversationId}`, {
+      fetch(`${baseUrl}${webhookPath(conversationId)}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-session-api-key': user.sessionApiKey },
         body: JSON.stringify([minimalEvent('MessageEvent', { id: randomUUID() })]),

@@ -13,6 +13,7 @@ import { openEventStream } from '../helpers/event-stream.ts';
 import { createUserFixture, issueFixtureCredential, type UserFixture } from '../helpers/fixtures.ts';
 import { testConfig, testDatabase } from '../helpers/hooks.ts';
 import { rememberSecret } from '../helpers/secret-scan.ts';
+import { postEvents, webhookPath } from '../helpers/webhook.ts';
 
 interface AuditRow {
   id: number;
@@ -55,8 +56,7 @@ describe('administration over HTTP', function () {
     post: (url: string, body?: object) => client.request.post(url).set('X-Access-Token', token).send(body),
     delete: (url: string) => client.request.delete(url).set('X-Access-Token', token),
   });
-  const webhook = (key: string, conversationId = randomUUID()) =>
-    client.request.post(`/api/v1/webhooks/events/${conversationId}`).set('X-Session-API-Key', key).send([minimalEvent('PauseEvent', { id: randomUUID() })]);
+  const webhook = (key: string, conversationId = randomUUID()) => postEvents(client, key, conversationId, [minimalEvent('PauseEvent', { id: randomUUID() })]);
   /** A key issued through the API; its secret is remembered for the secret scan. */
   const newKey = async (token: string, body: object) => {
     const response = await as(token).post('/api/keys', body);
@@ -475,7 +475,7 @@ describe('suspension and revocation with a credential cache and open live stream
   });
 
   const post = (key: string, conversationId: string) =>
-    fetch(`${baseUrl}/api/v1/webhooks/events/${conversationId}`, {
+    fetch(`${baseUrl}${webhookPath(conversationId)}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': key },
       body: JSON.stringify([minimalEvent('PauseEvent', { id: randomUUID() })]),

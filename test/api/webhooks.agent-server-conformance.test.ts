@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 /**
  * What the real agent-server sends, serialized by the SDK's own models (software-agent-sdk at
@@ -56,8 +57,7 @@ describe('the real agent-server, end to end (SDK fixtures)', () => {
     owner = await createUserFixture();
   });
 
-  const postBatch = (hexId: string, events: unknown[]) =>
-    client.request.post(`/api/v1/webhooks/events/${hexId}`).set('X-Session-API-Key', owner.sessionApiKey).send(events);
+  const postBatch = (hexId: string, events: unknown[]) => postEvents(client, owner.sessionApiKey, hexId, events);
 
   const readAll = async (conversationId: string) => {
     const response = await client.request
@@ -149,8 +149,7 @@ describe('what neither the interface nor the real client has is still a 422', ()
   });
 
   const sdkEvent = (kind: string, index = 0) => structuredClone(sdkEvents.filter((e) => e.kind === kind)[index]!);
-  const post = (events: unknown[]) =>
-    client.request.post(`/api/v1/webhooks/events/${randomUUID()}`).set('X-Session-API-Key', owner.sessionApiKey).send(events);
+  const post = (events: unknown[]) => postEvents(client, owner.sessionApiKey, randomUUID(), events);
   type Detail = { detail: { loc: (string | number)[]; type: string }[] };
 
   it('refuses an unknown property inside classification (the SDK model forbids extras)', async () => {
@@ -197,11 +196,7 @@ describe('what neither the interface nor the real client has is still a 422', ()
 
   it('follows ConversationStateUpdateEvent to the SDK status `deleting`', async () => {
     const conversationId = randomUUID();
-    await client.request
-      .post(`/api/v1/webhooks/events/${conversationId}`)
-      .set('X-Session-API-Key', owner.sessionApiKey)
-      .send([sdkEvents.find((e) => e.kind === 'ConversationStateUpdateEvent' && e.value === 'deleting')])
-      .expect(200);
+    await postEvents(client, owner.sessionApiKey, conversationId, [sdkEvents.find((e) => e.kind === 'ConversationStateUpdateEvent' && e.value === 'deleting')]).expect(200);
     const conversation = await client.request
       .get(`/api/v1/conversations/${conversationId}`)
       .set('X-Access-Token', owner.accessToken)

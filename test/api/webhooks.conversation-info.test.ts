@@ -5,6 +5,7 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { minimalEvent } from '../fixtures/events.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 /**
  * The agent-server's ConversationInfo, as `ConversationWebhookSubscriber.post_conversation_info`
@@ -90,9 +91,9 @@ describe('POST /api/v1/webhooks/conversations', () => {
   it('updates a conversation that the event webhook created, and the event webhook keeps working after it', async () => {
     const conversationId = randomUUID();
     const hex = conversationId.replace(/-/g, '');
-    await client.request.post(`/api/v1/webhooks/events/${hex}`).set('X-Session-API-Key', owner.sessionApiKey).send([minimalEvent('PauseEvent')]).expect(200);
+    await postEvents(client, owner.sessionApiKey, hex, [minimalEvent('PauseEvent')]).expect(200);
     await post(conversationInfo(hex)).expect(200);
-    await client.request.post(`/api/v1/webhooks/events/${hex}`).set('X-Session-API-Key', owner.sessionApiKey).send([minimalEvent('InterruptEvent')]).expect(200);
+    await postEvents(client, owner.sessionApiKey, hex, [minimalEvent('InterruptEvent')]).expect(200);
     expect(await getConversation(conversationId)).to.include({ title: 'Fix the failing test', event_count: 2, execution_status: 'paused' });
   });
 

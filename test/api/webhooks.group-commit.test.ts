@@ -13,6 +13,7 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { minimalEvent } from '../fixtures/events.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 interface StoredRow {
   conversation_id: string;
@@ -76,8 +77,7 @@ describe('webhook group commit', () => {
       stranger = await createUserFixture();
     });
 
-    const post = (conversationId: string, events: unknown, user: UserFixture) =>
-      client.request.post(`/api/v1/webhooks/events/${conversationId}`).set('X-Session-API-Key', user.sessionApiKey).send(events as object);
+    const post = (conversationId: string, events: unknown, user: UserFixture) => postEvents(client, user.sessionApiKey, conversationId, events);
 
     it('answers each request for itself (200, 403, 422) and stores each accepted batch exactly once, contiguous and in order', async function () {
       this.timeout(60_000);
@@ -303,12 +303,7 @@ describe('webhook group commit', () => {
       const gc = vm.runInNewContext('gc') as () => void;
       const owner = await createUserFixture();
       const conversationId = randomUUID();
-      const post = (body: string) =>
-        client.request
-          .post(`/api/v1/webhooks/events/${conversationId}`)
-          .set('X-Session-API-Key', owner.sessionApiKey)
-          .set('Content-Type', 'application/json')
-          .send(body);
+      const post = (body: string) => postEvents(client, owner.sessionApiKey, conversationId, body);
       const first = await post(JSON.stringify([minimalEvent('MessageEvent')]));
       expect(first.status, JSON.stringify(first.body)).to.equal(200);
 

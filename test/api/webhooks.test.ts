@@ -9,8 +9,8 @@ import { testConfig } from '../helpers/hooks.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { eventsOfEveryKind, minimalEvent } from '../fixtures/events.ts';
 import supertest from 'supertest';
+import { postEvents, webhookPath } from '../helpers/webhook.ts';
 
-const webhook = (conversationId: string) => `/api/v1/webhooks/events/${conversationId}`;
 
 describe('POST /api/v1/webhooks/events/{conversation_id}', () => {
   let client: TestApp;
@@ -22,8 +22,7 @@ describe('POST /api/v1/webhooks/events/{conversation_id}', () => {
     owner = await createUserFixture();
   });
 
-  const post = (conversationId: string, events: unknown, key = owner.sessionApiKey) =>
-    client.request.post(webhook(conversationId)).set('X-Session-API-Key', key).send(events as object);
+  const post = (conversationId: string, events: unknown, key = owner.sessionApiKey) => postEvents(client, key, conversationId, events);
 
   const readEvents = async (conversationId: string, query = '') => {
     const response = await client.request
@@ -143,12 +142,7 @@ describe('POST /api/v1/webhooks/events/{conversation_id}', () => {
       `"action_id":"a1","observation":{"kind":"TerminalObservation","content":[{"type":"text","text":${output}}],"exit_code":0},"extended_content":[]},` +
       `{"kind":"ConversationStateUpdateEvent","id":"${ids[1]}","source":"environment","key":"stats","value":${value}}]`;
 
-    const postText = (conversationId: string, text: string) =>
-      client.request
-        .post(webhook(conversationId))
-        .set('X-Session-API-Key', owner.sessionApiKey)
-        .set('Content-Type', 'application/json')
-        .send(text);
+    const postText = (conversationId: string, text: string) => postEvents(client, owner.sessionApiKey, conversationId, text);
 
     it('stores \\u0000, lone surrogates and numbers a double cannot hold, and reads them back exactly', async () => {
       const conversationId = randomUUID();
@@ -261,7 +255,7 @@ describe('POST /api/v1/webhooks/events/{conversation_id}', () => {
 
   describe('authentication and ownership', () => {
     it('returns 401 without X-Session-API-Key', async () => {
-      const response = await client.request.post(webhook(randomUUID())).send([minimalEvent('PauseEvent')]).expect(401);
+      const response = await postEvents(client, null, randomUUID(), [minimalEvent('PauseEvent')]).expect(401);
       expect(response.body).to.deep.equal({ detail: 'Missing X-Session-API-Key header' });
     });
 
@@ -311,7 +305,7 @@ describe('POST /api/v1/webhooks/events/{conversation_id} while the database is d
         database: { isReachable: async () => false },
       });
       const response = await supertest(app.callback())
-        .post(webhook(randomUUID()))
+        .post(webhookPath(randomUUID()))
         .set('X-Session-API-Key', 'apsk_whatever')
         .send([minimalEvent('PauseEvent')])
         .expect(503);

@@ -6,6 +6,7 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { minimalEvent } from '../fixtures/events.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 interface CliRun {
   code: number | null;
@@ -99,11 +100,7 @@ describe('npm run admin -- <command>', function () {
       expect(run.code, run.stderr).to.equal(0);
       expect(Object.keys(run.result)).to.deep.equal(['session_api_key', 'user_id']);
       expect(run.result.user_id).to.equal(user.userId);
-      await client.request
-        .post(`/api/v1/webhooks/events/${randomUUID()}`)
-        .set('X-Session-API-Key', run.result.session_api_key as string)
-        .send([minimalEvent('PauseEvent')])
-        .expect(200);
+      await postEvents(client, run.result.session_api_key as string, randomUUID(), [minimalEvent('PauseEvent')]).expect(200);
     });
 
     it('exits 1 with {error} for an unknown e-mail', async () => {
@@ -133,11 +130,7 @@ describe('npm run admin -- <command>', function () {
       const run = await admin('revoke', '--token', user.sessionApiKey);
       expect(run.code, run.stderr).to.equal(0);
       expect(run.result).to.include({ revoked: 'session_api_key', user_id: user.userId });
-      await client.request
-        .post(`/api/v1/webhooks/events/${randomUUID()}`)
-        .set('X-Session-API-Key', user.sessionApiKey)
-        .send([minimalEvent('PauseEvent')])
-        .expect(401);
+      await postEvents(client, user.sessionApiKey, randomUUID(), [minimalEvent('PauseEvent')]).expect(401);
     });
 
     it('exits 1 for an unknown token and 2 for something that is not a token or for a missing --token', async () => {

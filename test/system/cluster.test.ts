@@ -20,6 +20,7 @@ import {
   waitFor,
   type RunningProcess,
 } from '../helpers/server-process.ts';
+import { webhookPath } from '../helpers/webhook.ts';
 
 /**
  * `npm run cluster`: PostgreSQL, PgBouncer in transaction pooling mode and several server instances
@@ -206,7 +207,7 @@ describe('npm run cluster (PostgreSQL, PgBouncer in transaction pooling mode, N 
       for (let attempt = 0; attempt < 200; attempt++) {
         const url = urls[(instance + attempt) % urls.length]!;
         try {
-          const response = await fetch(`${url}/api/v1/webhooks/events/${conversationId}`, {
+          const response = await fetch(`${url}${webhookPath(conversationId)}`, {
             method: 'POST',
             headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
             body: JSON.stringify(batch),

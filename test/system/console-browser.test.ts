@@ -15,6 +15,7 @@ import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { listenTestApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { rememberSecret } from '../helpers/secret-scan.ts';
+import { webhookPath } from '../helpers/webhook.ts';
 
 const require = createRequire(import.meta.url);
 const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
@@ -64,7 +65,7 @@ describe('console in a browser (headless Chromium)', function () {
   });
 
   async function post(conversationId: string, events: unknown[], who = user): Promise<void> {
-    const response = await fetch(`${baseUrl}/api/v1/webhooks/events/${conversationId}`, {
+    const response = await fetch(`${baseUrl}${webhookPath(conversationId)}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': who.sessionApiKey },
       body: JSON.stringify(events),

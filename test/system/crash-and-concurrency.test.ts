@@ -4,6 +4,7 @@ import { minimalEvent } from '../fixtures/events.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { describeRun, killAllProcesses, startServerProcess, type ServerProcess } from '../helpers/server-process.ts';
+import { webhookPath } from '../helpers/webhook.ts';
 
 /**
  * Real server processes on the test database: killed with SIGKILL in the middle of a stream of
@@ -35,7 +36,7 @@ describe('crash and concurrency (server processes on one database)', function ()
 
   async function deliver(server: ServerProcess, conversationId: string, batch: Event[]): Promise<number> {
     try {
-      const response = await fetch(`${server.baseUrl}/api/v1/webhooks/events/${conversationId}`, {
+      const response = await fetch(`${server.baseUrl}${webhookPath(conversationId)}`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
         body: JSON.stringify(batch),

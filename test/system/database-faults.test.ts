@@ -5,6 +5,7 @@ import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { describeRun, killAllProcesses, startServerProcess, type ServerProcess } from '../helpers/server-process.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
+import { webhookPath } from '../helpers/webhook.ts';
 
 /**
  * The database fails under load, through a TCP proxy on loopback between a real server process
@@ -68,7 +69,7 @@ describe('database faults (TCP proxy between server and PostgreSQL)', function (
         let status = 0;
         let retryAfter: string | null = null;
         try {
-          const response = await fetch(`${server.baseUrl}/api/v1/webhooks/events/${conversationId}`, {
+          const response = await fetch(`${server.baseUrl}${webhookPath(conversationId)}`, {
             method: 'POST',
             headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
             body: JSON.stringify(batch),
@@ -140,7 +141,7 @@ describe('database faults (TCP proxy between server and PostgreSQL)', function (
     }
     // Retrying the refused batches stores each event once.
     for (const o of unavailable) {
-      const retry = await fetch(`${server.baseUrl}/api/v1/webhooks/events/${o.conversationId}`, {
+      const retry = await fetch(`${server.baseUrl}${webhookPath(o.conversationId)}`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
         body: JSON.stringify(o.batch),

@@ -20,6 +20,7 @@ import {
   useEmbedded,
   type ServerProcess,
 } from '../helpers/server-process.ts';
+import { webhookPath } from '../helpers/webhook.ts';
 
 const READY_WITHIN_MS = 30_000;
 
@@ -94,7 +95,7 @@ describe('server process', function () {
       host: '127.0.0.1',
       port: server.port,
       method: 'POST',
-      path: `/api/v1/webhooks/events/${conversationId}`,
+      path: webhookPath(conversationId),
       headers: { 'Content-Type': 'application/json', 'Content-Length': body.length, 'X-Session-API-Key': user.sessionApiKey },
       agent: false,
     });

@@ -6,6 +6,7 @@ import { minimalEvent } from '../fixtures/events.ts';
 import { launchBrowserOrSkip } from '../helpers/browser.ts';
 import { openEventStream, SseParser, type EventStream, type SseMessage } from '../helpers/event-stream.ts';
 import { describeRun, killAllProcesses, startServerProcess, stopWith, waitFor, type ServerProcess } from '../helpers/server-process.ts';
+import { webhookPath } from '../helpers/webhook.ts';
 
 /**
  * Live conversation streams (SSE) across two server processes on one database: events are posted
@@ -50,7 +51,7 @@ describe('live conversation streams (two server instances)', function () {
 
   /** Posts a batch to A (or `server`); a string is sent as the JSON text it is. */
   async function post(conversationId: string, events: unknown[] | string, user = owner, server = a): Promise<void> {
-    const response = await fetch(`${server.baseUrl}/api/v1/webhooks/events/${conversationId}`, {
+    const response = await fetch(`${server.baseUrl}${webhookPath(conversationId)}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
       body: typeof events === 'string' ? events : JSON.stringify(events),

@@ -22,6 +22,7 @@ import {
   type RunningProcess,
   type ServerProcess,
 } from '../helpers/server-process.ts';
+import { webhookPath } from '../helpers/webhook.ts';
 
 /**
  * The server started the way the README says (`npm start`), stopped the way systemd, a container
@@ -120,7 +121,7 @@ describe('npm start: signals to the started process', function () {
       host: '127.0.0.1',
       port: server.port,
       method: 'POST',
-      path: `/api/v1/webhooks/events/${conversationId}`,
+      path: webhookPath(conversationId),
       headers: { 'Content-Type': 'application/json', 'Content-Length': body.length, 'X-Session-API-Key': sessionApiKey },
       agent: false,
     });

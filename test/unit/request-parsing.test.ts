@@ -3,6 +3,7 @@ import { OpenAPIBackend } from 'openapi-backend';
 import { createAjv } from '../../src/api/ajv.ts';
 import { createOpenApiBackend, loadSpec } from '../../src/api/openapi.ts';
 import { minimalEvent } from '../fixtures/events.ts';
+import { webhookPath } from '../helpers/webhook.ts';
 
 /** The lean request parsing and validation (src/api/openapi.ts) must give what openapi-backend's own code gives. */
 describe('request parsing and validation', () => {
@@ -37,7 +38,7 @@ describe('request parsing and validation', () => {
     const reference = new OpenAPIBackend({ definition: loadSpec(), quick: true, coerceTypes: true, customizeAjv: () => createAjv({ coerceTypes: true, useDefaults: true }) });
     await reference.init();
     const operation = lean.router.getOperation('ingestEvents')!;
-    const path = '/api/v1/webhooks/events/0b8a4a2e-8d5e-4d8f-9c1f-3f1f0e0c9a11';
+    const path = webhookPath('0b8a4a2e-8d5e-4d8f-9c1f-3f1f0e0c9a11');
     const headers = { 'content-type': 'application/json', 'x-session-api-key': 'k' };
     const bodies = [
       [minimalEvent('MessageEvent'), minimalEvent('ActionEvent'), minimalEvent('PauseEvent')],
@@ -48,7 +49,7 @@ describe('request parsing and validation', () => {
     ];
     const requests = [
       ...bodies.map((body) => ({ method: 'post', path, headers, body })),
-      { method: 'post', path: '/api/v1/webhooks/events/not-a-uuid', headers, body: bodies[0] },
+      { method: 'post', path: webhookPath('not-a-uuid'), headers, body: bodies[0] },
       { method: 'post', path, headers: { 'x-session-api-key': 'k' }, body: bodies[0] },
     ];
     for (const request of requests) {
