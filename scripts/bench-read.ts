@@ -26,7 +26,7 @@ import { generateSecret, hashSecret } from '../src/identity/secrets.ts';
 import { isoInstant } from '../src/conversations/event-time.ts';
 import { conversationCountQuery, conversationPageQuery, eventCountQuery, eventPageQuery, jsonArray } from '../src/conversations/conversation-service.ts';
 import { conversationCursor, conversationFilterOf, eventCursor, eventFilterOf } from '../src/conversations/search.ts';
-import { freePort } from '../test/helpers/free-port.ts';
+import { freePort } from './lib/free-port.ts';
 import { serverNodeArgs } from '../src/server-node-flags.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -19,7 +19,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { freePort } from '../test/helpers/free-port.ts';
+import { freePort } from './lib/free-port.ts';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AbstractSqlConnection } from '@mikro-orm/postgresql';

@@ -13,7 +13,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import { freePort } from '../test/helpers/free-port.ts';
+import { freePort } from './lib/free-port.ts';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres.ts';
 import { createLogger } from '../src/logger.ts';

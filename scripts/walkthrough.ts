@@ -12,8 +12,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../test/helpers/free-port.ts';
-import { describeProcesses, killPids, processesWithEnv } from '../test/helpers/process-scan.ts';
+import { freePort } from './lib/free-port.ts';
+import { describeProcesses, killPids, processesWithEnv } from './lib/process-scan.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 export const MARKER = '<!-- walkthrough -->';

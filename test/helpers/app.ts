@@ -6,7 +6,7 @@ import { createApp } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { testConfig, testDatabase } from './hooks.ts';
 import { captureLog } from './secret-scan.ts';
-import { freePort } from './free-port.ts';
+import { freePort } from '../../scripts/lib/free-port.ts';
 
 /** A test app on the shared test database, and every line it logged. */
 export interface TestApp {

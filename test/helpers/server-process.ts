@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { isAlive } from '../../src/db/embedded-postgres.ts';
-import { freePort } from './free-port.ts';
+import { freePort } from '../../scripts/lib/free-port.ts';
 import { testDatabase } from './hooks.ts';
 import { captureLog } from './secret-scan.ts';
 import { serverOutputReader } from './response-contract.ts';

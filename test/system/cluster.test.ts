@@ -8,7 +8,7 @@ import { minimalEvent } from '../fixtures/events.ts';
 import { openEventStream, type EventStream } from '../helpers/event-stream.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
-import { describeProcesses, killPids, processesWithEnv } from '../helpers/process-scan.ts';
+import { describeProcesses, killPids, processesWithEnv } from '../../scripts/lib/process-scan.ts';
 import {
   createDataDir,
   describeRun,

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { isAlive } from '../../src/db/embedded-postgres.ts';
 import { SERVER_NODE_FLAGS } from '../../src/server-node-flags.ts';
 import { minimalEvent } from '../fixtures/events.ts';
-import { describeProcesses, killPids, processesWithEnv } from '../helpers/process-scan.ts';
+import { describeProcesses, killPids, processesWithEnv } from '../../scripts/lib/process-scan.ts';
 import {
   createDataDir,
   describeRun,

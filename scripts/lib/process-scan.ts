@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 
 /**
- * The pids of live processes whose environment holds `NAME=value`. Tests give every server they
- * start a unique data directory, so `processesWithEnv('DATA_DIR', dataDir)` finds exactly what that
- * test started and whatever it started in turn (npm, sh, node, the embedded PostgreSQL and its
+ * The pids of live processes whose environment holds `NAME=value`. Every server a test or script
+ * starts gets a unique data directory, so `processesWithEnv('DATA_DIR', dataDir)` finds exactly what
+ * it started and whatever that started in turn (npm, sh, node, the embedded PostgreSQL and its
  * backends, which inherit the environment) — and nothing anybody else started.
  */
 export function processesWithEnv(name: string, value: string): number[] {

@@ -1,9 +1,6 @@
 import net from 'node:net';
 
-/**
- * A loopback port nothing listens on right now. No other imports, so that the scripts that start
- * servers (`scripts/bench.ts`, `scripts/measure-start.ts`) use it too without loading test hooks.
- */
+/** A loopback port nothing listens on right now (for the scripts and the tests that start servers). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
