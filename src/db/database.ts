@@ -24,6 +24,7 @@ import { Migration20261125030000_administration } from './migrations/Migration20
 import { Migration20261125070000_webhook_fanout } from './migrations/Migration20261125070000_webhook_fanout.ts';
 import { Migration20261125080000_webhook_outbox } from './migrations/Migration20261125080000_webhook_outbox.ts';
 import { Migration20261127010000_webhook_events_marker } from './migrations/Migration20261127010000_webhook_events_marker.ts';
+import { Migration20261127020000_retire_legacy_delivery_jobs } from './migrations/Migration20261127020000_retire_legacy_delivery_jobs.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
 import { Migration20261125040000_spend_ledger } from './migrations/Migration20261125040000_spend_ledger.ts';
@@ -47,6 +48,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261125070000_webhook_fanout', class: Migration20261125070000_webhook_fanout },
   { name: 'Migration20261125080000_webhook_outbox', class: Migration20261125080000_webhook_outbox },
   { name: 'Migration20261127010000_webhook_events_marker', class: Migration20261127010000_webhook_events_marker },
+  { name: 'Migration20261127020000_retire_legacy_delivery_jobs', class: Migration20261127020000_retire_legacy_delivery_jobs },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */
