@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { createLogger } from '../src/logger.ts';
+import { PgBossOutboundQueue } from '../src/outbound/outbound-queue.ts';
 import { WebhookEndpointService } from '../src/outbound/webhook-endpoint-service.ts';
 import { secretBoxFor } from '../src/workspaces/setup.ts';
 import type { Principal } from '../src/identity/authenticator.ts';
@@ -53,7 +54,7 @@ const service = new WebhookEndpointService(database.orm.em, secretBoxFor(config,
   ...config.outboundWebhooks,
   allowHttp: true,
   maxEndpoints: Number.MAX_SAFE_INTEGER,
-});
+}, new PgBossOutboundQueue(database.orm.em.getConnection().getKnex(), logger));
 const principal = { userId: user.id } as Principal;
 const ids: string[] = [];
 for (let i = 0; i < count; i++) {

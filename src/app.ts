@@ -44,6 +44,7 @@ import { outboundWebhookHandlers } from './api/handlers/outbound-webhooks.ts';
 import { WebhookEndpointService } from './outbound/webhook-endpoint-service.ts';
 import { IngestPressure } from './outbound/ingest-pressure.ts';
 import { DeliveryWorker, registerDeliveryWorker } from './outbound/delivery-worker.ts';
+import { PgBossOutboundQueue } from './outbound/outbound-queue.ts';
 import { secretBoxFor } from './workspaces/setup.ts';
 
 export interface AppDeps {
@@ -122,11 +123,13 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     credentialCheckMs: config.liveStreamCredentialCheckMs,
   }, logger, (ids) => authenticator.stillValid(ids));
   const streamTickets = new StreamTickets(orm.em, config.liveStreamTicketTtlMs);
-  const webhookEndpoints = new WebhookEndpointService(orm.em, secretBox, config.outboundWebhooks);
+  const outboundQueue = new PgBossOutboundQueue(orm.em.getConnection().getKnex(), logger);
+  const webhookEndpoints = new WebhookEndpointService(orm.em, secretBox, config.outboundWebhooks, outboundQueue);
   // Built here, started by main.ts (or a test): the worker is the app's only background consumer.
   const ingestPressure = new IngestPressure(config.outboundWebhooks.yieldAboveBatchesPerSecond);
   const deliveryWorker = new DeliveryWorker(
     orm.em,
+    outboundQueue,
     deps.database.listenUrl ?? orm.config.get('clientUrl')!,
     secretBox,
     config.outboundWebhooks,

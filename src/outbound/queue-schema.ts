@@ -1,6 +1,6 @@
 import { getConstructionPlans } from 'pg-boss';
 
-/** pg-boss's schema; the fan-out and the retries insert into its job table in our transactions. */
+/** pg-boss's schema: the delivery queue's jobs live there (see outbound-queue.ts). */
 export const QUEUE_SCHEMA = 'pgboss';
 /** The pg-boss queue of delivery work: a message's first attempt to all its endpoints `{message_id, attempt: 1}`, then one job per retry `{message_id, endpoint_id, attempt}`. */
 export const DELIVERY_QUEUE = 'webhook-delivery';
@@ -14,7 +14,7 @@ interface PgClient {
 
 /**
  * Installs pg-boss's schema (its own construction SQL) and the delivery queue when missing, so that
- * the triggers can enqueue before any worker has started; safe from several processes at once. Later
+ * any instance can enqueue before a worker has started; safe from several processes at once. Later
  * pg-boss versions migrate the schema themselves when a worker starts (`migrate: true`, their lock).
  *
  * Serialised by a transaction-scoped advisory lock: the connection may go through a transaction

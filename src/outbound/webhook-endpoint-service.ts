@@ -7,7 +7,6 @@ import type { SecretBox } from '../crypto/secret-box.ts';
 import { ConflictError, InvalidInputError, NotFoundError } from '../errors.ts';
 import type { Principal } from '../identity/authenticator.ts';
 import { canonicalUuid } from '../uuid.ts';
-import { queueAttempt } from './jobs.ts';
 import {
   DELIVERY_SELECT,
   toAttemptView,
@@ -22,6 +21,7 @@ import {
   type WebhookEventType,
   type WebhookMessageView,
 } from './mapper.ts';
+import type { OutboundQueue } from './outbound-queue.ts';
 import { generateSecret } from './signing.ts';
 import { checkEndpointUrl } from './target-guard.ts';
 
@@ -50,6 +50,7 @@ export class WebhookEndpointService {
     private readonly em: EntityManager,
     private readonly box: SecretBox,
     private readonly config: OutboundWebhookConfig,
+    private readonly queue: OutboundQueue,
   ) {}
 
   private get knex() {
@@ -166,7 +167,7 @@ export class WebhookEndpointService {
          select id, ?, now(), created_at from webhook_messages where id = ?`,
         [endpoint.id, messageId],
       );
-      await queueAttempt(trx, messageId, endpoint.id, 1, new Date());
+      await this.queue.enqueueDeliveries(trx, [{ message_id: messageId, endpoint_id: endpoint.id, attempt: 1 }]);
       return (await trx.raw(`${DELIVERY_SELECT} where d.message_id = ? and d.endpoint_id = ?`, [messageId, endpoint.id])).rows[0] as MessageRow;
     });
     return toMessageView(row);
@@ -215,7 +216,7 @@ export class WebhookEndpointService {
         [message.id, message.endpoint_id],
       );
       const { attempts } = updated.rows[0] as { attempts: number };
-      await queueAttempt(trx, message.id, message.endpoint_id, attempts + 1, new Date());
+      await this.queue.enqueueDeliveries(trx, [{ message_id: message.id, endpoint_id: message.endpoint_id, attempt: attempts + 1 }]);
       return { ...message, state: 'pending' as const, attempts, next_attempt_at: new Date() };
     });
     return toMessageView(row);

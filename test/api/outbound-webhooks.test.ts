@@ -7,6 +7,7 @@ import { Webhook } from 'standardwebhooks';
 import { createApp } from '../../src/app.ts';
 import type { Config, OutboundWebhookConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
+import { migrate } from '../../src/db/database.ts';
 import { deliveryWorkerOf, type DeliveryWorker } from '../../src/outbound/delivery-worker.ts';
 import { isForbiddenAddress } from '../../src/outbound/target-guard.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
@@ -575,6 +576,29 @@ describe('outbound webhooks', function () {
       await startWorker(app);
       expect(await waitFor(async () => (await messages(id)).filter((m) => m.state === 'succeeded').length === 2, 15_000)).to.equal(true);
       expect(receiver.requests.map((r) => JSON.parse(r.body).data.n).sort()).to.deep.equal([1, 2]);
+    });
+  });
+
+  describe('upgrading (jobs queued by earlier versions)', () => {
+    const sql = (text: string, params: unknown[] = []) => testDatabase().orm.em.getConnection().execute(text, params);
+
+    it('delivers the jobs an earlier version queued ({message_ids}, {fanout}) once the migration has converted them', async () => {
+      const { id } = await createEndpoint({ url: receiver.url });
+      const sent = (await app.request.post(`/api/v1/webhook-endpoints/${id}/test`).set(auth()).expect(202)).body as { id: string };
+      // As a version before the outbox queued them: the first attempts of a cause's messages, and a fan-out.
+      await sql(`update pgboss.job set data = jsonb_build_object('message_ids', jsonb_build_array(?::text), 'attempt', 1) where name = 'webhook-delivery'`, [
+        sent.id,
+      ]);
+      await sql(`insert into pgboss.job (name, data) values ('webhook-delivery', '{"fanout": "pending"}')`);
+      // The upgrade: the migration runs as on a database an earlier version had migrated.
+      await sql('delete from mikro_orm_migrations where name = ?', ['Migration20261127020000_retire_legacy_delivery_jobs']);
+      await migrate(testDatabase().orm);
+      expect(await sql(`select data, state from pgboss.job where name = 'webhook-delivery'`)).to.deep.equal([
+        { data: { message_id: sent.id, attempt: 1 }, state: 'created' },
+      ]);
+      await startWorker(app);
+      expect(await waitFor(async () => (await messages(id))[0]!.state === 'succeeded', 15_000)).to.equal(true);
+      expect(receiver.ofType('webhook.test')).to.have.length(1);
     });
   });
 
