@@ -27,6 +27,7 @@ import { Migration20261127010000_webhook_events_marker } from './migrations/Migr
 import { Migration20261127020000_retire_legacy_delivery_jobs } from './migrations/Migration20261127020000_retire_legacy_delivery_jobs.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
+import { applyFunctionScripts } from './function-scripts.ts';
 import { Migration20261125040000_spend_ledger } from './migrations/Migration20261125040000_spend_ledger.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
@@ -155,14 +156,16 @@ export function unnamedStatementsOnly(
 }
 
 /**
- * Applies every pending migration, then installs the job queue's schema (pg-boss, for outbound
- * webhooks) if missing; safe to call from several processes at once.
+ * Applies every pending migration, then the stored functions' scripts that changed (src/db/functions),
+ * then installs the job queue's schema (pg-boss, for outbound webhooks) if missing; safe to call from
+ * several processes at once.
  */
 export async function migrate(orm: MikroORM): Promise<void> {
   const knex = orm.em.getConnection().getKnex();
   await knex.transaction(async (trx) => {
     await trx.raw('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK_ID]);
-    await orm.getMigrator().up();
+    const ran = await orm.getMigrator().up();
+    await applyFunctionScripts(trx, ran.length > 0);
   });
   const client = knex.client;
   const connection = await client.acquireConnection();

@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Logger } from '../logger.ts';
 import { parseJson, stringifyJson } from '../lossless-json.ts';
 
-/** The channel `Migration20261122016000_live_notifications` publishes on. */
+/** The channel the triggers and `ingest_event_batches` publish on (src/db/functions). */
 export const ACTIVITY_CHANNEL = 'conversation_activity';
 
 /** `application_name` of the listening connection (visible in `pg_stat_activity`). */

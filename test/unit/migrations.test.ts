@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { MIGRATIONS, migrate, ormOptions } from '../../src/db/database.ts';
+import { FUNCTION_SCRIPTS_TABLE, functionScripts } from '../../src/db/function-scripts.ts';
 import { recreateSchema, TABLES, testDatabase } from '../helpers/hooks.ts';
 
 /** Executes SQL on the test database and returns the rows. */
@@ -25,6 +26,37 @@ async function tablesInPublic(): Promise<string[]> {
 async function ingestFunctionExists(): Promise<boolean> {
   const rows = await query<{ exists: boolean }>("select exists (select 1 from pg_proc where proname = 'ingest_event_batches') as exists");
   return rows[0]!.exists;
+}
+
+/** Each function of ours in `public` (not an extension's), with its body as PostgreSQL keeps it. */
+async function storedFunctions(): Promise<Map<string, string>> {
+  const rows = await query<{ name: string; body: string }>(
+    `select p.proname as name, p.prosrc as body from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+     where n.nspname = 'public' and not exists (select 1 from pg_depend d where d.objid = p.oid and d.deptype = 'e')`,
+  );
+  return new Map(rows.map((row) => [row.name, row.body]));
+}
+
+/** Each trigger of ours: its name and the function it runs. */
+async function triggers(): Promise<{ name: string; function: string }[]> {
+  return query("select tgname as name, tgfoid::regproc::text as function from pg_trigger where not tgisinternal order by tgname");
+}
+
+/** Asserts the database holds exactly the functions and triggers of src/db/functions, with their bodies. */
+async function expectFunctionsOfTheScripts(): Promise<void> {
+  const scripts = functionScripts();
+  const stored = await storedFunctions();
+  expect([...stored.keys()].sort()).to.deep.equal(scripts.map((script) => script.name));
+  for (const script of scripts) {
+    const body = /create or replace function \w+\([^]*? as \$\$([^]*?)\$\$;/.exec(script.sql)?.[1];
+    expect(stored.get(script.name), script.name).to.equal(body);
+  }
+  for (const trigger of await triggers()) {
+    const script = scripts.find((candidate) => candidate.name === trigger.function);
+    expect(script?.sql, trigger.name).to.include(`create or replace trigger ${trigger.name} `);
+  }
+  const declared = scripts.flatMap((script) => [...script.sql.matchAll(/create or replace trigger (\w+)/g)].map((match) => match[1]));
+  expect((await triggers()).map((trigger) => trigger.name)).to.have.members(declared);
 }
 
 async function recordedMigrations(): Promise<{ id: number; name: string; executed_at: Date }[]> {
@@ -55,7 +87,7 @@ describe('database migrations', function () {
     await migrate(testDatabase().orm);
     const recorded = await recordedMigrations();
     expect(recorded.map((row) => row.name)).to.deep.equal(MIGRATIONS.map((migration) => migration.name));
-    expect(await tablesInPublic()).to.have.members([...TABLES, 'mikro_orm_migrations']);
+    expect(await tablesInPublic()).to.have.members([...TABLES, 'mikro_orm_migrations', FUNCTION_SCRIPTS_TABLE]);
   });
 
   it('leaves a migrated schema and its data untouched when run again', async () => {
@@ -107,6 +139,48 @@ describe('database migrations', function () {
     const orm = testDatabase().orm;
     await Promise.all([migrate(orm), migrate(orm)]);
     expect((await recordedMigrations()).map((row) => row.name)).to.deep.equal(MIGRATIONS.map((migration) => migration.name));
+  });
+
+  it('defines every stored function and trigger once, as its file in src/db/functions says', async () => {
+    await dropSchema();
+    await migrate(testDatabase().orm);
+    await expectFunctionsOfTheScripts();
+  });
+
+  it('brings a database made by the older migrations, whose functions differ and are not recorded, to the scripts', async () => {
+    await dropSchema();
+    await migrate(testDatabase().orm);
+    // What the older chain left: function bodies of its own, a trigger defined otherwise, no record of scripts.
+    await query(`drop table ${FUNCTION_SCRIPTS_TABLE}`);
+    await query("create or replace function notify_status_changed() returns trigger language plpgsql as $$ begin return null; end $$");
+    await query('drop trigger webhook_conversation_updated on conversations');
+    await query(`create trigger webhook_conversation_updated after update of event_count, execution_status on conversations
+      for each row execute function webhook_conversation_changed()`);
+
+    await migrate(testDatabase().orm);
+
+    await expectFunctionsOfTheScripts();
+    const [definition] = await query<{ def: string }>(
+      "select pg_get_triggerdef(oid) as def from pg_trigger where tgname = 'webhook_conversation_updated'",
+    );
+    expect(definition!.def).to.match(/AFTER UPDATE OF execution_status ON/);
+  });
+
+  it('applies a script again only when its file changed (its checksum differs from the recorded one)', async () => {
+    await dropSchema();
+    await migrate(testDatabase().orm);
+    const recorded = () => query<{ name: string; applied_at: string }>(`select name, applied_at::text from ${FUNCTION_SCRIPTS_TABLE} order by name`);
+    const before = await recorded();
+    expect(before.map((row) => row.name)).to.deep.equal(functionScripts().map((script) => script.name));
+    await query("create or replace function audit_log_refuse_change() returns trigger language plpgsql as $$ begin return old; end $$");
+    await query(`update ${FUNCTION_SCRIPTS_TABLE} set checksum = 'an older file' where name = 'audit_log_refuse_change'`);
+
+    await migrate(testDatabase().orm);
+
+    const after = await recorded();
+    const changed = after.filter((row, i) => row.applied_at !== before[i]!.applied_at);
+    expect(changed.map((row) => row.name)).to.deep.equal(['audit_log_refuse_change']);
+    await expectFunctionsOfTheScripts();
   });
 
   it('ends with the schema fully migrated and usable', async () => {

@@ -18,9 +18,8 @@ import { Migration } from '@mikro-orm/migrations';
  * the table's fillfactor is there for (see the initial migration). Infos get
  * `forked_from_conversation_id`.
  *
- * `ingest_event_batches` (latest: Migration20261123070000_set_based_ingest) changes in one way only:
- * two more parameters, `event_times timestamptz[]` and `sources text[]` (parallel to `event_ids`),
- * inserted into the two new columns (`coalesce(event_time, now())`: received time when null).
+ * `ingest_event_batches` (src/db/functions/ingest_event_batches.sql) gained two parameters here,
+ * `event_times timestamptz[]` and `sources text[]`, for the two new columns; its previous signature goes.
  *
  * Rows stored before this migration are filled from their payloads here, by the same rule written
  * in SQL (a payload or title PostgreSQL cannot convert leaves the column at its fallback).
@@ -95,15 +94,13 @@ export class Migration20261125010000_search extends Migration {
       drop function pg_temp.json_field(json, text);
       drop function pg_temp.plain_title(json);
 
-      drop function ingest_event_batches(uuid[], uuid[], integer[], text[], text[], text[], json, integer[], text[]);
-      ${ingestEventBatchesSql(true)}
+      drop function if exists ingest_event_batches(uuid[], uuid[], integer[], text[], text[], text[], json, integer[], text[]);
     `);
   }
 
   override async down(): Promise<void> {
     this.addSql(`
-      drop function ingest_event_batches(uuid[], uuid[], integer[], text[], text[], text[], json, integer[], text[], timestamptz[], text[]);
-      ${ingestEventBatchesSql(false)}
+      drop function if exists ingest_event_batches(uuid[], uuid[], integer[], text[], text[], text[], json, integer[], text[], timestamptz[], text[]);
       drop index if exists conversations_parent_idx;
       drop index if exists conversations_tags_idx;
       drop index if exists conversations_title_search_idx;
@@ -117,112 +114,3 @@ export class Migration20261125010000_search extends Migration {
   }
 }
 
-/**
- * `ingest_event_batches` of Migration20261123070000_set_based_ingest, with (`search`) or without
- * (as it was) the `event_times` and `sources` parameters: the difference is the `${'$'}{…}` parts.
- */
-function ingestEventBatchesSql(search: boolean): string {
-  const when = (text: string) => (search ? text : '');
-  return `
-      create function ingest_event_batches(
-        conversations uuid[], owners uuid[], event_batches integer[], event_ids text[], kinds text[],
-        statuses text[], payloads json, delta_batches integer[], deltas text[]${when(`,
-        event_times timestamptz[], sources text[]`)})
-      returns table (batch integer, owner_id uuid, stored integer)
-      language plpgsql as $$
-      declare
-        locked_ids uuid[];
-        locked_owners uuid[];
-        locked_counts integer[];
-        delta text;
-      begin
-        -- 1. The conversations that do not exist yet, each for the first batch naming it.
-        insert into conversations (id, owner_id, created_at, updated_at)
-        select distinct on (b.conversation) b.conversation, b.owner, date_trunc('milliseconds', now()), now()
-        from unnest(conversations, owners) with ordinality as b(conversation, owner, i)
-        order by b.conversation, b.i
-        on conflict (id) do nothing;
-
-        -- 2. Every conversation of the group locked, in id order; its owner and event count.
-        select array_agg(l.id), array_agg(l.owner_id), array_agg(l.event_count)
-        into locked_ids, locked_owners, locked_counts
-        from (select c.id, c.owner_id, c.event_count from conversations c
-              where c.id = any (conversations) order by c.id for update) l;
-
-        -- 3. The deltas of the batches whose callers own their conversation, in order.
-        for delta in
-          select d.delta
-          from unnest(delta_batches, deltas) with ordinality as d(batch, delta, ord)
-          join unnest(conversations, owners) with ordinality as b(conversation, owner, i) on b.i = d.batch
-          join unnest(locked_ids, locked_owners) as cv(id, owner_id) on cv.id = b.conversation
-          where cv.owner_id = b.owner
-          order by d.ord
-        loop
-          perform pg_notify('conversation_activity', delta);
-        end loop;
-
-        -- 4. The new events of those batches, numbered on from each conversation's count; the
-        --    conversations updated; one outcome per batch.
-        return query
-        with batches as (
-          select b.i::integer as batch, b.conversation, b.owner, cv.owner_id as current_owner, cv.last_seq
-          from unnest(conversations, owners) with ordinality as b(conversation, owner, i)
-          join unnest(locked_ids, locked_owners, locked_counts) as cv(id, owner_id, last_seq) on cv.id = b.conversation
-        ),
-        fresh as (
-          select e.batch, b.conversation, b.last_seq, e.event_id, e.kind, e.status, e.payload, e.ord${when(`,
-            e.event_time, e.source`)}
-          from rows from (unnest(event_batches, event_ids, kinds, statuses), json_array_elements(payloads)${when(`,
-              unnest(event_times, sources)`)})
-            with ordinality as e(batch, event_id, kind, status, payload, ${when('event_time, source, ')}ord)
-          join batches b on b.batch = e.batch
-          -- One index probe per event. Not NOT EXISTS: planned while the table is still empty
-          -- (a new database; PL/pgSQL keeps the plan), the anti-join it becomes was seen scanning the
-          -- whole unique index by event_id alone, ever slower as the table grew. A lateral subquery
-          -- with a limit stays a lookup by the full key.
-          left join lateral (
-            select true as found from conversation_events stored
-            where stored.conversation_id = b.conversation and stored.event_id = e.event_id
-            limit 1
-          ) already on true
-          where b.current_owner = b.owner and already.found is null
-        ),
-        inserted as (
-          insert into conversation_events (conversation_id, seq, event_id, kind, payload${when(', event_time, source')})
-          select f.conversation, f.last_seq + row_number() over (partition by f.conversation order by f.ord),
-            f.event_id, f.kind, f.payload${when(', coalesce(f.event_time, now()), f.source')}
-          from fresh f
-          returning conversation_id
-        ),
-        -- Counted from what was inserted: the update below then runs after the insert, so that the
-        -- stored events are announced before the status change (see the notification order above).
-        inserted_counts as (
-          select i.conversation_id as conversation, count(*) as fresh_count from inserted i group by i.conversation_id
-        ),
-        last_statuses as (
-          select f.conversation, (array_agg(f.status order by f.ord desc))[1] as status
-          from fresh f where f.status is not null group by f.conversation
-        ),
-        updated as (
-          update conversations c set
-            event_count = c.event_count + x.fresh_count,
-            execution_status = coalesce(x.status, c.execution_status),
-            last_event_at = case when x.fresh_count > 0 then now() else c.last_event_at end,
-            updated_at = now()
-          from (
-            select distinct b.conversation, coalesce(n.fresh_count, 0) as fresh_count, l.status
-            from batches b
-            left join inserted_counts n using (conversation)
-            left join last_statuses l using (conversation)
-            where b.current_owner = b.owner
-          ) x
-          where c.id = x.conversation
-        )
-        select b.batch, b.current_owner, coalesce(s.stored, 0)::integer
-        from batches b
-        left join (select f.batch, count(*) as stored from fresh f group by f.batch) s using (batch)
-        order by b.batch;
-      end
-      $$;
-`;
-}

@@ -3,8 +3,8 @@ import { Migration } from '@mikro-orm/migrations';
 /**
  * Administration over HTTP (issue 22): suspended users, named and expiring keys, and the audit log.
  *
- * `audit_log` is append-only as a property of the database: a row trigger refuses UPDATE and
- * DELETE for everyone, the table owner included. TRUNCATE is a statement of its own that row
+ * `audit_log` is append-only as a property of the database: a row trigger
+ * (src/db/functions/audit_log_refuse_change.sql) refuses UPDATE and DELETE for everyone, the table owner included. TRUNCATE is a statement of its own that row
  * triggers do not see; it is left possible on purpose (the tests empty every table between tests,
  * and only the table owner may truncate). A deployment that wants to forbid it too runs the server
  * as a role that does not own the table and is granted only SELECT and INSERT on it.
@@ -35,22 +35,13 @@ export class Migration20261125030000_administration extends Migration {
       create index audit_log_action_idx on audit_log (action, id desc);
       create index audit_log_target_idx on audit_log (target_type, target_id, id desc);
       create index audit_log_occurred_at_idx on audit_log (occurred_at);
-
-      create function audit_log_refuse_change() returns trigger language plpgsql as $$
-      begin
-        raise exception 'audit_log is append-only: % is not allowed', tg_op
-          using errcode = 'insufficient_privilege';
-      end;
-      $$;
-      create trigger audit_log_append_only before update or delete on audit_log
-        for each row execute function audit_log_refuse_change();
     `);
   }
 
   override async down(): Promise<void> {
     this.addSql(`
       drop table audit_log;
-      drop function audit_log_refuse_change();
+      drop function if exists audit_log_refuse_change();
       drop index credentials_user_idx;
       alter table credentials drop column name, drop column prefix, drop column expires_at;
       alter table users drop column suspended_at;
