@@ -24,7 +24,7 @@ import { openDatabase, migrate } from '../src/db/database.ts';
 import { createLogger } from '../src/logger.ts';
 import { generateSecret, hashSecret } from '../src/identity/secrets.ts';
 import { isoInstant } from '../src/conversations/event-time.ts';
-import { conversationCountQuery, conversationPageQuery, eventCountQuery, eventPageQuery, jsonArray } from '../src/conversations/conversation-service.ts';
+import { conversationCountQuery, conversationPageQuery, eventCountQuery, eventPageQuery, jsonArray } from '../src/conversations/queries.ts';
 import { conversationCursor, conversationFilterOf, eventCursor, eventFilterOf } from '../src/conversations/search.ts';
 import { freePort } from './lib/free-port.ts';
 import { serverNodeArgs } from '../src/server-node-flags.ts';

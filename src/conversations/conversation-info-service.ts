@@ -7,6 +7,7 @@ import { stringifyJson } from '../lossless-json.ts';
 import { stripSecretLookingKeys } from '../secret-keys.ts';
 import { canonicalUuid } from '../uuid.ts';
 import { chargeConversationSpend, usageCostsOf, type ChargeOutcome } from '../spend/spend-ledger.ts';
+import * as queries from './queries.ts';
 import { readConversationView } from './views.ts';
 
 export type ConversationInfo = components['schemas']['ConversationInfo'];
@@ -78,54 +79,30 @@ export class ConversationInfoService {
 
     const knex = this.em.getConnection().getKnex();
     const result = await knex.transaction(async (trx) => {
-      const inserted = await trx.raw(
-        `insert into conversations (id, owner_id, created_at, updated_at)
-         values (?, ?, date_trunc('milliseconds', now()), now())
-         on conflict (id) do nothing returning id`,
-        [id, principal.userId],
-      );
-      const created = inserted.rows.length > 0;
-      const [owner] = (await trx.raw('select owner_id from conversations where id = ? for update', [id])).rows as { owner_id: string }[];
-      if (owner!.owner_id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
+      const { created, ownerId } = await queries.createAndLockConversation(trx, id, principal.userId);
+      if (ownerId !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
 
       // The agent-server's previous title, to tell a title it changed from one it repeats.
-      const [previous] = (await trx.raw('select title::text as title from conversation_infos where conversation_id = ?', [id])).rows as {
-        title: string | null;
-      }[];
-      const applied = await trx.raw(
-        `insert into conversation_infos as stored (conversation_id, title, metrics, info, info_updated_at, forked_from_conversation_id)
-         values (?, ?::json, ?::json, ?::json, ?::timestamptz, ?::uuid)
-         on conflict (conversation_id) do update set
-           title = excluded.title, metrics = excluded.metrics, info = excluded.info,
-           info_updated_at = excluded.info_updated_at, received_at = now(),
-           forked_from_conversation_id = excluded.forked_from_conversation_id
-         where stored.info_updated_at is null or excluded.info_updated_at is null
-           or excluded.info_updated_at >= stored.info_updated_at
-         returning 1`,
-        [id, titleText, metricsText, infoText, updatedAt, info.forked_from_conversation_id ? canonicalUuid(info.forked_from_conversation_id) : null],
-      );
+      const previousTitle = await queries.storedInfoTitle(trx, id);
+      const applied = await queries.upsertInfo(trx, id, {
+        title: titleText,
+        metrics: metricsText,
+        info: infoText,
+        updatedAt,
+        forkedFrom: info.forked_from_conversation_id ? canonicalUuid(info.forked_from_conversation_id) : null,
+      });
       const spend = await chargeConversationSpend(trx, this.log, { conversationId: id, ownerId: principal.userId, reportedAt: updatedAt, usages });
-      if (applied.rows.length > 0) {
+      if (applied) {
         // A rename holds until the agent-server's own title changes (see renameConversation in the spec).
-        const titleChanged = titleText !== null && previous?.title != null && previous.title !== titleText;
-        await trx.raw(
-          `update conversations set execution_status = coalesce(?, execution_status), updated_at = now(),
-             renamed_title = case when ? then null else renamed_title end,
-             title_search = case when ? or renamed_title is null then ? else title_search end,
-             parent_conversation_id = ?::uuid, tags = ?::jsonb
-           where id = ?`,
-          [
-            info.execution_status ?? null,
-            titleChanged,
-            titleChanged,
-            searchableTitle(info.title ?? null),
-            info.parent_conversation_id ? canonicalUuid(info.parent_conversation_id) : null,
-            tagsOf(info.tags),
-            id,
-          ],
-        );
+        await queries.applyInfoToConversation(trx, id, {
+          executionStatus: info.execution_status ?? null,
+          titleChanged: titleText !== null && previousTitle != null && previousTitle !== titleText,
+          titleSearch: searchableTitle(info.title ?? null),
+          parentConversationId: info.parent_conversation_id ? canonicalUuid(info.parent_conversation_id) : null,
+          tags: tagsOf(info.tags),
+        });
       }
-      return { created, stale: applied.rows.length === 0, spend };
+      return { created, stale: !applied, spend };
     });
     this.log.debug(
       { conversationId: id, created: result.created, stale: result.stale, chargedMicroUsd: result.spend.chargedMicroUsd.toString() },

@@ -9,24 +9,19 @@ import { canonicalUuid } from '../uuid.ts';
 import { stringifyJson } from '../lossless-json.ts';
 import { executionStatusAfter } from './execution-status.ts';
 import { isoInstant } from './event-time.ts';
-import { CONVERSATION_VIEW_COLUMNS, CONVERSATION_VIEW_FROM, STORED_EVENT_COLUMNS, eventPageBody, toStoredEventJson, type ConversationViewRow, type StoredEventRow } from './mapper.ts';
+import { eventPageBody, toStoredEventJson } from './mapper.ts';
 import { searchableTitle } from './conversation-info-service.ts';
 import { conversationExport } from './export.ts';
 import { readConversationView, viewsOf } from './views.ts';
-import { sqlRows } from '../db/sql.ts';
+import * as queries from './queries.ts';
 import {
-  conversationConditions,
   conversationCursor,
   conversationCursorPosition,
   conversationFilterOf,
-  eventConditions,
   eventCursor,
   eventCursorPosition,
   eventFilterOf,
-  SqlValues,
-  type ConversationFilter,
   type ConversationFilterInput,
-  type ConversationPosition,
   type ConversationSort,
   type EventFilter,
   type EventFilterInput,
@@ -55,7 +50,7 @@ interface IncomingBatch {
    * copied by every young-generation collection meanwhile, as its strings were.
    */
   payloads: Buffer[];
-  /** `delta` notifications for live subscribers (see Migration20261122016000_live_notifications). */
+  /** `delta` notifications for live subscribers (published by `ingest_event_batches`). */
   deltas: string[];
 }
 
@@ -66,24 +61,6 @@ const MAX_NOTIFICATION_BYTES = 7999;
 interface BatchOutcome {
   owner_id: string;
   stored: number;
-}
-
-/**
- * `[` + the payloads joined by commas + `]`: the group's payloads as one `json` parameter, nothing
- * escaped (a Buffer goes in binary format, which for `json` is that same text).
- */
-export function jsonArray(payloads: readonly Buffer[]): Buffer {
-  let length = 2 + Math.max(payloads.length - 1, 0);
-  for (const payload of payloads) length += payload.length;
-  const array = Buffer.allocUnsafe(length);
-  let at = 0;
-  array[at++] = 0x5b; // [
-  payloads.forEach((payload, i) => {
-    if (i > 0) array[at++] = 0x2c; // ,
-    at += payload.copy(array, at);
-  });
-  array[at] = 0x5d; // ]
-  return array;
 }
 
 function compare(a: string, b: string): number {
@@ -165,15 +142,9 @@ export class ConversationService {
   }
 
   /**
-   * The webhook's whole write for a group of batches: one call of `ingest_event_batches` (see
-   * Migration20261123070000_set_based_ingest), one round trip, its own transaction, one outcome per
-   * batch in the order given. The batches go ordered by conversation (stable, so each conversation's
-   * batches keep their order): concurrent groups then lock conversations in the same order. An event
-   * id repeated for one conversation and caller within the group (within one batch, or a redelivery
-   * racing the first delivery) goes only with its first occurrence, which is what storing the
-   * batches one by one would have kept: the one place where repeats are dropped. It runs on a
-   * connection of MikroORM's pool but straight through the driver: on this path the query builder
-   * costs a third of the CPU time.
+   * A group of batches in one call of `ingest_event_batches`, one outcome per batch in the order given.
+   * Ordered by conversation (stable), so concurrent groups lock conversations in one order; an event id
+   * repeated for one conversation and caller goes only with its first occurrence (the one place repeats are dropped).
    */
   private async appendEvents(batches: IncomingBatch[]): Promise<BatchOutcome[]> {
     const order = batches.map((_, i) => i);
@@ -212,19 +183,19 @@ export class ConversationService {
         deltas.push(delta);
       }
     });
-    const client = this.em.getConnection().getKnex().client;
-    const connection = await client.acquireConnection();
-    let rows: (BatchOutcome & { batch: number })[];
-    try {
-      const result = await connection.query({
-        name: 'ingest_event_batches',
-        text: 'select batch, owner_id, stored from ingest_event_batches($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
-        values: [conversations, owners, eventBatches, eventIds, kinds, statuses, jsonArray(payloads), deltaBatches, deltas, eventTimes, sources],
-      });
-      rows = result.rows;
-    } finally {
-      client.releaseConnection(connection);
-    }
+    const rows = await queries.ingestEventBatches(this.em, {
+      conversations,
+      owners,
+      eventBatches,
+      eventIds,
+      kinds,
+      statuses,
+      payloads,
+      deltaBatches,
+      deltas,
+      eventTimes,
+      sources,
+    });
     const outcomes: BatchOutcome[] = new Array(batches.length);
     for (const row of rows) outcomes[order[row.batch - 1]!] = { owner_id: row.owner_id, stored: row.stored };
     return outcomes;
@@ -241,13 +212,8 @@ export class ConversationService {
   /** Sets the owner's title (see `renameConversation` in the spec for which title wins when). */
   async renameConversation(principal: Principal, conversationId: string, title: string): Promise<ConversationView> {
     const id = canonicalUuid(conversationId);
-    const renamed = await sqlRows(
-      this.em,
-      `update conversations set renamed_title = $2, title_search = $3, updated_at = now()
-       where id = $1 and owner_id = $4 returning id`,
-      [id, title, searchableTitle(title), principal.userId],
-    );
-    if (renamed.length === 0) await this.findOwned(principal, id);
+    const renamed = await queries.renameConversation(this.em, id, principal.userId, title, searchableTitle(title));
+    if (!renamed) await this.findOwned(principal, id);
     return this.getConversation(principal, id);
   }
 
@@ -270,7 +236,7 @@ export class ConversationService {
         : page.order === 'asc'
           ? { ...filter, afterSeq: Math.max(filter.afterSeq, position) }
           : { ...filter, beforeSeq: Math.min(filter.beforeSeq ?? position, position) };
-    const rows = await sqlRows<StoredEventRow>(this.em, ...eventPageQuery(conversation.id, bounded, page.order, page.limit + 1));
+    const rows = await queries.eventPage(this.em, conversation.id, bounded, page.order, page.limit + 1);
     const more = rows.length > page.limit;
     const items = rows.slice(0, page.limit);
     const last = items[items.length - 1]?.seq;
@@ -290,18 +256,13 @@ export class ConversationService {
       const top = Math.min(conversation.event_count, (filter.beforeSeq ?? Infinity) - 1);
       return Math.max(0, top - filter.afterSeq);
     }
-    const [row] = await sqlRows<{ count: number }>(this.em, ...eventCountQuery(conversation.id, filter));
-    return row!.count;
+    return queries.eventCount(this.em, conversation.id, filter);
   }
 
   /** One stored event by its id, as the JSON text of a `StoredEvent`. */
   async getEvent(principal: Principal, conversationId: string, eventId: string): Promise<string> {
     const conversation = await this.findOwned(principal, conversationId);
-    const [row] = await sqlRows<StoredEventRow>(
-      this.em,
-      `select ${STORED_EVENT_COLUMNS} from conversation_events where conversation_id = $1 and event_id = $2`,
-      [conversation.id, eventId],
-    );
+    const row = await queries.storedEvent(this.em, conversation.id, eventId);
     if (!row) throw new NotFoundError('Event not found in this conversation');
     return toStoredEventJson(row);
   }
@@ -313,10 +274,7 @@ export class ConversationService {
   ): Promise<ConversationPage> {
     const filter = conversationFilterOf(page.filter);
     const after = page.cursor === undefined ? undefined : conversationCursorPosition(page.cursor, filter, page.sort);
-    const rows = await sqlRows<ConversationViewRow & { sort_key: string }>(
-      this.em,
-      ...conversationPageQuery(principal.userId, filter, page.sort, page.limit + 1, after),
-    );
+    const rows = await queries.conversationPage(this.em, principal.userId, filter, page.sort, page.limit + 1, after);
     const more = rows.length > page.limit;
     const items = rows.slice(0, page.limit);
     const last = items[items.length - 1];
@@ -329,8 +287,7 @@ export class ConversationService {
   /** How many conversations `listConversations` yields with these filters, over all its pages. */
   async countConversations(principal: Principal, input: ConversationFilterInput): Promise<number> {
     const filter = conversationFilterOf(input);
-    const [row] = await sqlRows<{ count: number }>(this.em, ...conversationCountQuery(principal.userId, filter));
-    return row!.count;
+    return queries.conversationCount(this.em, principal.userId, filter);
   }
 
   /**
@@ -344,74 +301,9 @@ export class ConversationService {
 
   private async findOwned(principal: Principal, conversationId: string): Promise<{ id: string; event_count: number }> {
     const id = canonicalUuid(conversationId);
-    const [conversation] = await sqlRows<{ id: string; owner_id: string; event_count: number }>(
-      this.em,
-      'select id, owner_id, event_count from conversations where id = $1',
-      [id],
-    );
+    const conversation = await queries.conversationOwner(this.em, id);
     if (!conversation) throw new NotFoundError('Conversation not found');
     if (conversation.owner_id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
     return conversation;
   }
-}
-
-/** The statement counting a conversation's events that match `filter`. */
-export function eventCountQuery(conversationId: string, filter: EventFilter): [string, unknown[]] {
-  const values = new SqlValues();
-  const conditions = [`conversation_id = ${values.add(conversationId)}`, ...eventConditions(filter, values)];
-  return [`select count(*)::integer as count from conversation_events where ${conditions.join(' and ')}`, values.values];
-}
-
-/** The statement of one page of an owner's conversations, after `after` when given. */
-export function conversationPageQuery(
-  ownerId: string,
-  filter: ConversationFilter,
-  sort: ConversationSort,
-  limit: number,
-  after?: ConversationPosition,
-): [string, unknown[]] {
-  const values = new SqlValues();
-  const conditions = [`c.owner_id = ${values.add(ownerId)}`, ...conversationConditions(filter, values)];
-  const column = sort === 'updated_desc' ? 'c.updated_at' : 'c.created_at';
-  const direction = sort === 'created_asc' ? 'asc' : 'desc';
-  if (after) {
-    // A row comparison: the index (owner_id, created_at desc, id desc) seeks straight to it.
-    conditions.push(`(${column}, c.id) ${direction === 'asc' ? '>' : '<'} (${values.add(after.key)}::timestamptz, ${values.add(after.id)}::uuid)`);
-  }
-  // The page is chosen from conversations alone, then joined with the infos of its rows only.
-  return [
-    `select ${CONVERSATION_VIEW_COLUMNS},
-       to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as sort_key
-     from (select * from conversations c
-           where ${conditions.join(' and ')}
-           order by ${column} ${direction}, c.id ${direction}
-           limit ${values.add(limit)}) c
-       left join conversation_infos i on i.conversation_id = c.id
-     order by ${column} ${direction}, c.id ${direction}`,
-    values.values,
-  ];
-}
-
-/** The statement counting an owner's conversations that match `filter`. */
-export function conversationCountQuery(ownerId: string, filter: ConversationFilter): [string, unknown[]] {
-  const values = new SqlValues();
-  const conditions = [`c.owner_id = ${values.add(ownerId)}`, ...conversationConditions(filter, values)];
-  return [`select count(*)::integer as count from conversations c where ${conditions.join(' and ')}`, values.values];
-}
-
-/**
- * The statement of one page of events. Several kinds: one index range per kind, each already in
- * seq order, merged (a single `kind = any(…)` range would have to be sorted whole).
- */
-export function eventPageQuery(conversationId: string, filter: EventFilter, order: EventOrder, limit: number): [string, unknown[]] {
-  const values = new SqlValues();
-  const conversation = values.add(conversationId);
-  const rowLimit = values.add(limit);
-  const select = (f: EventFilter) =>
-    `select ${STORED_EVENT_COLUMNS} from conversation_events
-     where ${[`conversation_id = ${conversation}`, ...eventConditions(f, values)].join(' and ')}
-     order by seq ${order} limit ${rowLimit}`;
-  if (filter.kinds.length <= 1) return [select(filter), values.values];
-  const parts = filter.kinds.map((kind) => `(${select({ ...filter, kinds: [kind] })})`);
-  return [`select * from (${parts.join(' union all ')}) e order by seq ${order} limit ${rowLimit}`, values.values];
 }

@@ -1,8 +1,8 @@
 import type { Writable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { to as copyTo } from 'pg-copy-streams';
-import { sqlRows } from '../db/sql.ts';
 import { storedEventHead, withoutEncryptedContent } from './mapper.ts';
+import { conversationInfoText, exportPageCopy } from './queries.ts';
 import { readConversationView } from './views.ts';
 
 /**
@@ -59,10 +59,8 @@ export async function* conversationExport(
   const pageBytes = options.pageBytes ?? DEFAULT_PAGE_BYTES;
   const read = await readConversationView(em, conversationId);
   if (!read) throw new Error(`conversation ${conversationId} does not exist`);
-  const [info] = await sqlRows<{ info: string }>(em, 'select info::text as info from conversation_infos where conversation_id = $1', [
-    conversationId,
-  ]);
-  yield Buffer.from(`{"conversation":${JSON.stringify(read.view)},"info":${info?.info ?? 'null'}}\n`);
+  const info = await conversationInfoText(em, conversationId);
+  yield Buffer.from(`{"conversation":${JSON.stringify(read.view)},"info":${info ?? 'null'}}\n`);
   const lastSeq = read.view.event_count;
   // COPY takes no parameters: the values are checked, then written into the statement.
   if (!UUID.test(read.view.id)) throw new Error(`unexpected conversation id ${read.view.id}`);
@@ -74,18 +72,7 @@ export async function* conversationExport(
     const connection = await client.acquireConnection();
     try {
       input.length = 0;
-      // Rows up to the byte budget, counted before the payload is read out (pg_column_size does not detoast).
-      const copy = connection.query(
-        copyTo(`copy (
-          select seq, floor(extract(epoch from received_at) * 1000)::float8, payload::text from (
-            select seq, received_at, payload,
-              sum(pg_column_size(payload)) over (order by seq rows unbounded preceding) - pg_column_size(payload) as before_bytes
-            from conversation_events
-            where conversation_id = '${read.view.id}' and seq > ${Math.trunc(after)} and seq <= ${Math.trunc(lastSeq)}
-            order by seq limit ${PAGE_ROWS}) page
-          where before_bytes < ${Math.trunc(pageBytes)} or seq = ${Math.trunc(after) + 1}
-          order by seq) to stdout (format binary)`),
-      );
+      const copy = connection.query(copyTo(exportPageCopy(read.view.id, after, lastSeq, PAGE_ROWS, pageBytes)));
       for await (const chunk of copy) input.append(chunk as Buffer);
       return copyRows(input.bytes());
     } finally {

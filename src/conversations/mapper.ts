@@ -5,19 +5,7 @@ import { microUsdNumberOf, usdOf } from '../spend/money.ts';
 type ConversationView = components['schemas']['Conversation'];
 type MetricsSnapshot = components['schemas']['MetricsSnapshot'];
 
-/**
- * The columns a conversation's view is made of (`c` the conversation, `i` its info, joined by
- * `CONVERSATION_VIEW_FROM`). JSON columns come as text, parsed here losslessly; instants as text
- * with microseconds, so a list's sort key survives the round trip through a cursor.
- */
-export const CONVERSATION_VIEW_COLUMNS = `c.id, c.owner_id, c.execution_status, c.event_count,
-  c.created_at, c.updated_at, c.last_event_at, c.renamed_title, c.parent_conversation_id, c.tags::text as tags,
-  i.title::text as info_title, i.metrics::text as metrics, i.forked_from_conversation_id,
-  (select coalesce(sum(s.charged_micro_usd), 0) from spend_usages s where s.conversation_id = c.id)::text as cost_micro_usd`;
-
-export const CONVERSATION_VIEW_FROM = 'conversations c left join conversation_infos i on i.conversation_id = c.id';
-
-/** One row of `CONVERSATION_VIEW_COLUMNS`. */
+/** One row of `CONVERSATION_VIEW_COLUMNS` (queries.ts): JSON columns as text, parsed here losslessly. */
 export interface ConversationViewRow {
   id: string;
   owner_id: string;
@@ -79,9 +67,6 @@ export interface StoredEventRow {
   received_at: string;
   payload: string;
 }
-
-/** The columns of a `StoredEventRow`, formatted by PostgreSQL (cheaper than a Date per row). */
-export const STORED_EVENT_COLUMNS = `seq, to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as received_at, payload::text as payload`;
 
 /**
  * What a `StoredEvent`'s JSON holds before its event: the one place its shape is written (the event

@@ -1,24 +1,36 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, Knex } from '@mikro-orm/postgresql';
+
+/** What a statement runs on: an EntityManager (its transaction inside `transactional`, else the pool) or a knex transaction. */
+export type SqlRunner = EntityManager | Knex.Transaction;
+
+interface DriverResult {
+  rows: unknown[];
+  rowCount: number | null;
+}
 
 /**
- * One parameterized statement (`$1`, `$2`, …) on a connection of MikroORM's pool, straight through
- * the driver: arrays go as PostgreSQL arrays (knex would spread them into lists), and the statement
- * is planned with its values (unnamed), which the skewed search filters need. A `name` prepares it
- * once per connection instead, for a statement repeated many times with one good plan.
+ * The one way our raw SQL runs: a parameterized statement (`$1`, `$2`, …) straight through the driver
+ * (arrays go as PostgreSQL arrays; planned with its values unless `name` prepares it once per connection).
  */
-export async function sqlRows<T>(em: EntityManager, text: string, values: unknown[], name?: string): Promise<T[]> {
-  const client = em.getConnection().getKnex().client;
+async function query(on: SqlRunner, text: string, values: readonly unknown[], name?: string): Promise<DriverResult> {
+  const client = 'getConnection' in on ? (on.getTransactionContext<Knex.Transaction>() ?? on.getConnection().getKnex()).client : on.client;
   const connection = await client.acquireConnection();
   try {
-    const result = await connection.query(name ? { name, text, values } : { text, values });
-    // The driver's result stays reachable from the old generation until its next collection (after a
-    // young collection every query's result was still alive, after a full one none): rows left in it
-    // survived each young collection, which then copied every page read since the last one. The
-    // caller gets an array of its own, and the rows die young (docs/performance.md, "Young-generation collections").
-    const rows = result.rows.slice() as T[];
-    result.rows.length = 0;
-    return rows;
+    return await connection.query(name ? { name, text, values } : { text, values });
   } finally {
     client.releaseConnection(connection);
   }
+}
+
+/** The statement's rows, in an array of the caller's own (why: docs/performance.md, "Young-generation collections"). */
+export async function sqlRows<T>(on: SqlRunner, text: string, values: readonly unknown[] = [], name?: string): Promise<T[]> {
+  const result = await query(on, text, values, name);
+  const rows = result.rows.slice() as T[];
+  result.rows.length = 0;
+  return rows;
+}
+
+/** Runs a statement for its effect; returns how many rows it touched. */
+export async function sqlRun(on: SqlRunner, text: string, values: readonly unknown[] = []): Promise<number> {
+  return (await query(on, text, values)).rowCount ?? 0;
 }
