@@ -4,6 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { conversationExport, writeChunks } from '../conversations/export.ts';
+import { conversationExists } from './queries.ts';
 
 /** The archive file of a conversation under `dir`. */
 export function archiveFile(dir: string, conversationId: string): string {
@@ -17,8 +18,7 @@ export function archiveFile(dir: string, conversationId: string): string {
  * undefined when the conversation no longer exists.
  */
 export async function writeConversationArchive(em: EntityManager, conversationId: string, dir: string): Promise<string | undefined> {
-  const exists = await em.getConnection().execute<unknown[]>('select 1 from conversations where id = ?', [conversationId]);
-  if (exists.length === 0) return undefined;
+  if (!(await conversationExists(em, conversationId))) return undefined;
   fs.mkdirSync(dir, { recursive: true });
   const file = archiveFile(dir, conversationId);
   const partial = `${file}.partial`;

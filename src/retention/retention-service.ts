@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RetentionConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { writeConversationArchive } from './archive.ts';
+import * as queries from './queries.ts';
 
 /** Arbitrary constant: the advisory lock held by the one instance sweeping at a time. */
 export const RETENTION_LOCK_ID = 7_240_115;
@@ -69,12 +70,11 @@ export class RetentionService {
     lock.on('error', () => {}); // a lost connection ends the lock; the sweep's own queries report
     await lock.connect();
     try {
-      const { rows } = await lock.query<{ locked: boolean }>('select pg_try_advisory_lock($1) as locked', [RETENTION_LOCK_ID]);
-      if (!rows[0]?.locked) return { skipped: true, conversations: 0, events: 0, archived: 0 };
+      if (!(await queries.tryLockSweep(lock, RETENTION_LOCK_ID))) return { skipped: true, conversations: 0, events: 0, archived: 0 };
       try {
         return await this.sweepLocked();
       } finally {
-        await lock.query('select pg_advisory_unlock($1)', [RETENTION_LOCK_ID]).catch(() => {});
+        await queries.unlockSweep(lock, RETENTION_LOCK_ID).catch(() => {});
       }
     } finally {
       await lock.end().catch(() => {});
@@ -82,20 +82,13 @@ export class RetentionService {
   }
 
   private async sweepLocked(): Promise<SweepResult> {
-    const connection = this.em.getConnection();
     let conversations = 0;
     let events = 0;
     let archived = 0;
     // Walks the expired conversations once, oldest first, by (updated_at, id): one that fails stays for the next sweep.
     let after: { updatedAt: string; id: string } | undefined;
     while (!this.stopped) {
-      // No index on updated_at on purpose: every delivery updates it, and indexing it would end the HOT updates of the hot path.
-      const candidates = await connection.execute<{ id: string; updated_at: string }[]>(
-        `select id, updated_at::text as updated_at from conversations
-          where updated_at < now() - make_interval(days => ?) ${after ? 'and (updated_at, id) > (?::timestamptz, ?::uuid)' : ''}
-          order by updated_at, id limit ?`,
-        [this.config.days, ...(after ? [after.updatedAt, after.id] : []), CANDIDATES_PER_QUERY],
-      );
+      const candidates = await queries.expiredConversations(this.em, this.config.days, CANDIDATES_PER_QUERY, after);
       if (candidates.length === 0) break;
       for (const candidate of candidates) {
         if (this.stopped) break;
@@ -127,17 +120,8 @@ export class RetentionService {
     for (;;) {
       if (this.stopped) return undefined;
       const deleted = await knex.transaction(async (trx) => {
-        const expired = await trx.raw('select 1 from conversations where id = ? and updated_at < now() - make_interval(days => ?) for update', [
-          conversationId,
-          days,
-        ]);
-        if (expired.rows.length === 0) return -1;
-        const result = await trx.raw(
-          `delete from conversation_events where conversation_id = ? and seq in
-             (select seq from conversation_events where conversation_id = ? order by seq limit ?)`,
-          [conversationId, conversationId, batchEvents],
-        );
-        return result.rowCount as number;
+        if (!(await queries.lockIfExpired(trx, conversationId, days))) return -1;
+        return queries.deleteEventBatch(trx, conversationId, batchEvents);
       });
       if (deleted === -1) {
         this.log.info({ conversationId, deletedEvents: events }, 'retention: the conversation was updated meanwhile; it stays');
@@ -147,10 +131,7 @@ export class RetentionService {
       if (deleted < batchEvents) break;
       if (batchPauseMs > 0) await new Promise((resolve) => setTimeout(resolve, batchPauseMs));
     }
-    const removed = await this.em
-      .getConnection()
-      .execute<{ id: string }[]>('delete from conversations where id = ? and updated_at < now() - make_interval(days => ?) returning id', [conversationId, days]);
-    if (removed.length === 0) return undefined;
+    if (!(await queries.deleteIfExpired(this.em, conversationId, days))) return undefined;
     this.log.info({ conversationId, events, archive }, 'retention: conversation deleted');
     return { events, archive };
   }

@@ -1,6 +1,7 @@
-import type { Knex } from '@mikro-orm/knex';
+import type { SqlRunner } from '../db/sql.ts';
 import type { Logger } from '../logger.ts';
 import { numberTextOf } from '../lossless-json.ts';
+import * as queries from './queries.ts';
 import { MICROS_PER_USD, microUsdNumberOf, microUsdOfDecimal, usdOf } from './money.ts';
 
 /** What one LLM usage of a conversation has cost so far, as the agent-server reports it. */
@@ -55,13 +56,6 @@ export function usageCostsOf(info: { stats?: { usage_to_metrics?: Record<string,
   return costs;
 }
 
-interface UsageRow {
-  usage_id: string;
-  counted_micro_usd: string;
-  /** The `updated_at` of the newest info that reported the usage, in epoch milliseconds. */
-  reported_ms: number | null;
-}
-
 /** One usage's change: its new state and the charge, if any. */
 interface UsageChange {
   usage: UsageCost;
@@ -83,20 +77,13 @@ interface UsageChange {
  *   post: nothing is charged and the counter stays where it is.
  */
 export async function chargeConversationSpend(
-  trx: Knex.Transaction,
+  trx: SqlRunner,
   log: Logger,
   input: { conversationId: string; ownerId: string; reportedAt: string | null; usages: UsageCost[] },
 ): Promise<ChargeOutcome> {
   const { conversationId, ownerId, reportedAt, usages } = input;
   if (usages.length === 0) return { chargedMicroUsd: 0n };
-  const rows = (
-    await trx.raw(
-      `select usage_id, counted_micro_usd::text as counted_micro_usd,
-         round(extract(epoch from reported_at) * 1000)::float8 as reported_ms
-       from spend_usages where conversation_id = ? for update`,
-      [conversationId],
-    )
-  ).rows as UsageRow[];
+  const rows = await queries.lockedUsages(trx, conversationId);
   const known = new Map(rows.map((row) => [row.usage_id, row]));
   const reported = reportedAt === null ? null : Date.parse(reportedAt);
 
@@ -125,37 +112,22 @@ export async function chargeConversationSpend(
   }
 
   for (const { usage, counted, charge } of changes) {
-    await trx.raw(
-      `insert into spend_usages as u (conversation_id, usage_id, model_name, counted_micro_usd, charged_micro_usd, reported_at)
-       values (?, ?, ?, ?, ?, ?::timestamptz)
-       on conflict (conversation_id, usage_id) do update set
-         model_name = excluded.model_name,
-         counted_micro_usd = excluded.counted_micro_usd,
-         charged_micro_usd = u.charged_micro_usd + excluded.charged_micro_usd,
-         reported_at = greatest(u.reported_at, excluded.reported_at)`,
-      [conversationId, usage.usageId, usage.modelName, counted.toString(), charge.toString(), reportedAt],
-    );
+    await queries.upsertUsage(trx, { conversationId, usageId: usage.usageId, modelName: usage.modelName, counted, charge, reportedAt });
   }
 
   const charges = changes.filter((change) => change.charge > 0n);
   if (charges.length === 0) return { chargedMicroUsd: 0n };
   const total = charges.reduce((sum, change) => sum + change.charge, 0n);
-  await trx.raw(
-    `insert into spend_entries (owner_id, conversation_id, usage_id, model_name, amount_micro_usd) values ${charges.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
-    charges.flatMap(({ usage, charge }) => [ownerId, conversationId, usage.usageId, usage.modelName, charge.toString()]),
+  await queries.insertEntries(
+    trx,
+    ownerId,
+    conversationId,
+    charges.map(({ usage, charge }) => ({ usageId: usage.usageId, modelName: usage.modelName, amount: charge })),
   );
   // The total's row lock orders this user's charges: exactly one of them sees the balance cross zero.
-  const [balance] = (
-    await trx.raw(
-      `insert into spend_totals as t (owner_id, spent_micro_usd) values (?, ?)
-       on conflict (owner_id) do update set spent_micro_usd = t.spent_micro_usd + excluded.spent_micro_usd
-       returning spent_micro_usd::text as spent,
-         (select coalesce(sum(amount_usd), 0) from credit_ledger where user_id = ?)::text as purchased`,
-      [ownerId, total.toString(), ownerId],
-    )
-  ).rows as { spent: string; purchased: string }[];
-  const purchased = BigInt(balance!.purchased) * MICROS_PER_USD;
-  const spent = BigInt(balance!.spent);
+  const balance = await queries.addToTotal(trx, ownerId, total);
+  const purchased = BigInt(balance.purchased) * MICROS_PER_USD;
+  const spent = BigInt(balance.spent);
   const after = purchased - spent;
   const before = after + total;
   if (!(before >= 0n && after < 0n)) return { chargedMicroUsd: total };
@@ -168,6 +140,6 @@ export async function chargeConversationSpend(
     purchased_micro_usd: microUsdNumberOf(purchased),
     spent_micro_usd: microUsdNumberOf(spent),
   };
-  await trx.raw(`select webhook_enqueue(?::uuid, null, 'billing.balance_depleted', ?::jsonb)`, [ownerId, JSON.stringify(data)]);
+  await queries.enqueueBalanceDepleted(trx, ownerId, data);
   return { chargedMicroUsd: total, depleted: { userId: ownerId, conversationId, balanceMicroUsd: after } };
 }

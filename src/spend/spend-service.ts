@@ -2,7 +2,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../generated/openapi.ts';
 import { InvalidInputError } from '../errors.ts';
 import { parseJson } from '../lossless-json.ts';
-import { toSpendReport, type SpendGroupRow } from './mapper.ts';
+import { toSpendReport } from './mapper.ts';
+import * as queries from './queries.ts';
 
 export type SpendReport = components['schemas']['SpendReport'];
 export type SpendGrouping = SpendReport['group_by'];
@@ -14,13 +15,6 @@ export interface SpendQuery {
   limit: number;
   offset: number;
 }
-
-/** The key and the order of each grouping; the key is what `count(distinct …)` counts too. */
-const GROUPINGS: Record<SpendGrouping, { key: string; order: string }> = {
-  conversation: { key: 'conversation_id::text', order: 'max(charged_at) desc, 1' },
-  model: { key: 'model_name', order: 'sum(amount_micro_usd) desc, 1' },
-  day: { key: "to_char(charged_at at time zone 'UTC', 'YYYY-MM-DD')", order: '1 desc' },
-};
 
 /** The instants PostgreSQL takes from an ISO 8601 string with a four-digit year. */
 const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
@@ -47,37 +41,18 @@ export class SpendService {
     if (since !== undefined && until !== undefined && Date.parse(since) >= Date.parse(until)) {
       throw new InvalidInputError('Value error, until must be later than since', ['query', 'until'], 'value_error', query.until);
     }
-    const { key, order } = GROUPINGS[query.groupBy];
-    const where = `owner_id = ?${since ? ' and charged_at >= ?' : ''}${until ? ' and charged_at < ?' : ''}`;
-    const bindings = [userId, ...(since ? [since] : []), ...(until ? [until] : [])];
-    const connection = this.em.getConnection();
-    const [totals] = await connection.execute<{ total: string; entries: number; groups: number }[]>(
-      `select coalesce(sum(amount_micro_usd), 0)::text as total, count(*)::int as entries, count(distinct ${key})::int as groups
-       from spend_entries where ${where}`,
-      bindings,
-    );
-    const rows = await connection.execute<SpendGroupRow[]>(
-      `select ${key} as key, sum(amount_micro_usd)::text as amount, count(*)::int as entries,
-         min(charged_at) as first_charged_at, max(charged_at) as last_charged_at
-       from spend_entries where ${where}
-       group by 1 order by ${order} limit ? offset ?`,
-      [...bindings, query.limit, query.offset],
-    );
+    const range = { ownerId: userId, since, until };
+    const totals = await queries.spendTotals(this.em, query.groupBy, range);
+    const rows = await queries.spendGroups(this.em, query.groupBy, range, query);
     const titles = query.groupBy === 'conversation' ? await this.titles(rows.map((row) => row.key)) : new Map<string, string | null>();
-    return toSpendReport(query.groupBy, { since: since ?? null, until: until ?? null }, totals!, rows, titles, query);
+    return toSpendReport(query.groupBy, { since: since ?? null, until: until ?? null }, totals, rows, titles, query);
   }
 
   /** The latest title of each conversation (JSON text: a title may hold `\u0000`). */
   private async titles(conversationIds: string[]): Promise<Map<string, string | null>> {
     const titles = new Map<string, string | null>();
     if (conversationIds.length === 0) return titles;
-    const rows = await this.em
-      .getConnection()
-      .execute<{ conversation_id: string; title: string | null }[]>(
-        `select conversation_id, title::text as title from conversation_infos
-         where conversation_id in (${conversationIds.map(() => '?').join(', ')})`,
-        conversationIds,
-      );
+    const rows = await queries.conversationTitles(this.em, conversationIds);
     for (const row of rows) titles.set(row.conversation_id, row.title === null ? null : (parseJson(row.title) as string | null));
     return titles;
   }

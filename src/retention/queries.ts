@@ -1,0 +1,60 @@
+import type pg from 'pg';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sqlRows, sqlRun, type SqlRunner } from '../db/sql.ts';
+
+/** Retention's SQL: the sweep's lock, its candidates, and the deletion in batches. */
+
+/** Takes the sweep's session lock on `lock` (a direct connection); false when another instance holds it. */
+export async function tryLockSweep(lock: pg.Client, lockId: number): Promise<boolean> {
+  const { rows } = await lock.query<{ locked: boolean }>('select pg_try_advisory_lock($1) as locked', [lockId]);
+  return rows[0]?.locked === true;
+}
+
+export async function unlockSweep(lock: pg.Client, lockId: number): Promise<void> {
+  await lock.query('select pg_advisory_unlock($1)', [lockId]);
+}
+
+/**
+ * Conversations not updated for `days`, oldest first by (updated_at, id), after `after`. No index on
+ * updated_at on purpose: every delivery updates it, and indexing it would end the HOT updates of the hot path.
+ */
+export function expiredConversations(
+  em: EntityManager,
+  days: number,
+  limit: number,
+  after?: { updatedAt: string; id: string },
+): Promise<{ id: string; updated_at: string }[]> {
+  return sqlRows(
+    em,
+    `select id, updated_at::text as updated_at from conversations
+      where updated_at < now() - make_interval(days => $1) ${after ? 'and (updated_at, id) > ($3::timestamptz, $4::uuid)' : ''}
+      order by updated_at, id limit $2`,
+    [days, limit, ...(after ? [after.updatedAt, after.id] : [])],
+  );
+}
+
+/** Whether the conversation exists. */
+export async function conversationExists(em: EntityManager, id: string): Promise<boolean> {
+  return (await sqlRows(em, 'select 1 from conversations where id = $1', [id])).length > 0;
+}
+
+/** Locks the conversation if it is still expired; false when it was updated meanwhile or is gone. */
+export async function lockIfExpired(trx: SqlRunner, id: string, days: number): Promise<boolean> {
+  const rows = await sqlRows(trx, 'select 1 from conversations where id = $1 and updated_at < now() - make_interval(days => $2) for update', [id, days]);
+  return rows.length > 0;
+}
+
+/** Deletes the conversation's first `limit` events; returns how many. */
+export function deleteEventBatch(trx: SqlRunner, id: string, limit: number): Promise<number> {
+  return sqlRun(
+    trx,
+    `delete from conversation_events where conversation_id = $1 and seq in
+       (select seq from conversation_events where conversation_id = $1 order by seq limit $2)`,
+    [id, limit],
+  );
+}
+
+/** Deletes the conversation if it is still expired; false when it was updated meanwhile or is gone. */
+export async function deleteIfExpired(em: EntityManager, id: string, days: number): Promise<boolean> {
+  return (await sqlRun(em, 'delete from conversations where id = $1 and updated_at < now() - make_interval(days => $2)', [id, days])) > 0;
+}
