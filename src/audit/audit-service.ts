@@ -4,6 +4,8 @@ import type { components } from '../../generated/openapi.ts';
 import { requestContext } from '../observability/request-context.ts';
 import { AuditEntry } from './entities.ts';
 import { toAuditEntryView } from './mapper.ts';
+import { AUDIT_INSERT, insertAuditRow } from './queries.ts';
+import type { SqlRunner } from '../db/sql.ts';
 
 /**
  * Who made a change: a user id, `cli:<os user>` (the admin CLI, see `cliActor`), or
@@ -21,25 +23,25 @@ export interface AuditRecord {
   summary?: Record<string, unknown>;
 }
 
-/** The statement that appends one audit row, with the current request's id: for callers whose transaction is a knex one. */
-export function auditInsert(record: AuditRecord): { sql: string; bindings: unknown[] } {
-  return {
-    sql: 'insert into audit_log (actor, action, target_type, target_id, request_id, summary) values (?, ?, ?, ?, ?, ?::jsonb)',
-    bindings: [
-      record.actor,
-      record.action,
-      record.targetType,
-      String(record.targetId),
-      requestContext.getStore()?.requestId ?? null,
-      JSON.stringify(record.summary ?? {}),
-    ],
-  };
+function auditValues(record: AuditRecord): unknown[] {
+  return [
+    record.actor,
+    record.action,
+    record.targetType,
+    String(record.targetId),
+    requestContext.getStore()?.requestId ?? null,
+    JSON.stringify(record.summary ?? {}),
+  ];
 }
 
-/** Appends one audit row in the caller's transaction (`em` from `em.transactional`), with the current request's id. */
-export async function recordAudit(em: EntityManager, record: AuditRecord): Promise<void> {
-  const { sql, bindings } = auditInsert(record);
-  await em.getConnection().execute(sql, bindings, 'run', em.getTransactionContext());
+/** The statement that appends one audit row in knex's `?` form, for `trx.raw` (src/outbound; `recordAudit` takes a knex transaction too). */
+export function auditInsert(record: AuditRecord): { sql: string; bindings: unknown[] } {
+  return { sql: AUDIT_INSERT.replace(/\$\d+/g, '?'), bindings: auditValues(record) };
+}
+
+/** Appends one audit row in the caller's transaction (`em` from `em.transactional`, or a knex transaction), with the current request's id. */
+export async function recordAudit(on: SqlRunner, record: AuditRecord): Promise<void> {
+  await insertAuditRow(on, auditValues(record));
 }
 
 /** The actor of the admin CLI: `cli:` and the operating-system user running it. */

@@ -7,6 +7,8 @@ import { InvalidInputError, NotFoundError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { CheckoutSession, type PaymentProviderName } from './entities.ts';
 import { toCheckoutSessionView } from './mapper.ts';
+import * as queries from './queries.ts';
+import type { InTime } from './queries.ts';
 import { LocalPaymentProvider } from './local-provider.ts';
 import type { PaymentProvider } from './payment-provider.ts';
 import { StripePaymentProvider, type StripeCheckoutSession } from './stripe-provider.ts';
@@ -18,33 +20,6 @@ export type CreditsView = components['schemas']['Credits'];
 /** What a Stripe webhook delivery did; every outcome is acknowledged with 200 so Stripe stops retrying. */
 export type StripeWebhookOutcome = 'completed' | 'duplicate' | 'expired' | 'ignored';
 
-/**
- * Credits a session exactly once, in one statement: the update takes the row's lock, so a racing
- * completion (another request, another instance) waits, then re-reads the row as `completed` and
- * updates nothing; the ledger's primary key on the session would refuse a second row anyway.
- * `expired` is allowed as a starting point only for a payment made before `expires_at` (the
- * `$paid_before` condition): a Stripe payment whose webhook arrives late, after the session was
- * marked expired on a read.
- */
-const COMPLETE_SQL = (inTime: InTime) => `
-  with completed as (
-    update checkout_sessions
-       set status = 'completed', completed_at = now(), updated_at = now()
-     where id = ? and provider = ? and status in ('pending', 'expired')
-       ${inTime === 'now' ? 'and expires_at > now()' : inTime === 'provider' ? '' : 'and expires_at >= ?'}
-     returning id, user_id, amount_usd
-  )
-  insert into credit_ledger (checkout_session_id, user_id, amount_usd)
-  select id, user_id, amount_usd from completed
-  returning checkout_session_id, user_id, amount_usd`;
-
-/**
- * How a completion shows that the payment was made before the session expired: `now` (the local
- * checkout: the database's clock), the time the provider completed it (a `Date`), or `provider`: the
- * provider only reports payments for sessions checked out in time (Stripe's delayed payment methods).
- */
-type InTime = 'now' | 'provider' | Date;
-
 /** The Stripe events that concern a checkout session; every other type is acknowledged and ignored. */
 const HANDLED_STRIPE_EVENTS: ReadonlySet<string> = new Set([
   'checkout.session.completed',
@@ -52,11 +27,6 @@ const HANDLED_STRIPE_EVENTS: ReadonlySet<string> = new Set([
   'checkout.session.async_payment_failed',
   'checkout.session.expired',
 ]);
-
-/** Marks pending sessions past their expiry as expired (lazily, when they are read). */
-const EXPIRE_OVERDUE_SQL = (scope: 'user_id' | 'id') => `
-  update checkout_sessions set status = 'expired', updated_at = now()
-   where ${scope} = ? and status = 'pending' and expires_at <= now()`;
 
 /**
  * Checkout sessions and credits. A session is created `pending` through the configured payment
@@ -104,18 +74,13 @@ export class BillingService {
    * so they are of the same moment.
    */
   async credits(userId: string, limit: number): Promise<CreditsView> {
-    const connection = this.em.getConnection();
-    await connection.execute(EXPIRE_OVERDUE_SQL('user_id'), [userId]);
-    const [sums] = await connection.execute<{ purchased: string; spent: string }[]>(
-      `select (select coalesce(sum(amount_usd), 0) from credit_ledger where user_id = ?)::text as purchased,
-              coalesce((select spent_micro_usd from spend_totals where owner_id = ?), 0)::text as spent`,
-      [userId, userId],
-    );
+    await queries.expireOverdue(this.em, 'user_id', userId);
+    const sums = await queries.creditSums(this.em, userId);
     const sessions = await this.em
       .fork()
       .find(CheckoutSession, { userId }, { orderBy: [{ createdAt: 'desc' }, { id: 'asc' }], limit });
     return {
-      ...toCreditAmounts(BigInt(sums!.purchased) * MICROS_PER_USD, BigInt(sums!.spent)),
+      ...toCreditAmounts(BigInt(sums.purchased) * MICROS_PER_USD, BigInt(sums.spent)),
       sessions: sessions.map(toCheckoutSessionView),
     };
   }
@@ -129,7 +94,7 @@ export class BillingService {
 
   /** The session with `id` (expired first when overdue), or undefined when there is none. */
   async findCheckoutSession(id: string): Promise<CheckoutSession | undefined> {
-    await this.em.getConnection().execute(EXPIRE_OVERDUE_SQL('id'), [id]);
+    await queries.expireOverdue(this.em, 'id', id);
     return (await this.em.fork().findOne(CheckoutSession, { id })) ?? undefined;
   }
 
@@ -152,13 +117,7 @@ export class BillingService {
    * is cancelled (now or before); false when it cannot be (completed, expired, or a Stripe session).
    */
   async cancelLocal(id: string): Promise<boolean> {
-    const rows = await this.em
-      .getConnection()
-      .execute<{ id: string }[]>(
-        "update checkout_sessions set status = 'cancelled', updated_at = now() where id = ? and provider = 'local' and status = 'pending' and expires_at > now() returning id",
-        [id],
-      );
-    if (rows.length > 0) return true;
+    if (await queries.cancelLocalSession(this.em, id)) return true;
     const session = await this.checkoutSession(id);
     return session.provider === 'local' && session.status === 'cancelled';
   }
@@ -185,9 +144,7 @@ export class BillingService {
       return 'ignored';
     }
     if (event.type === 'checkout.session.expired') {
-      await this.em
-        .getConnection()
-        .execute("update checkout_sessions set status = 'expired', updated_at = now() where id = ? and status = 'pending'", [session.id]);
+      await queries.expireSession(this.em, session.id);
       log.info({ checkoutSessionId: session.id }, 'checkout session expired at stripe');
       return 'expired';
     }
@@ -236,14 +193,7 @@ export class BillingService {
   /** True when this call credited the session; false when it was not payable (or already paid). */
   private async complete(id: string, provider: PaymentProviderName, inTime: InTime = 'now'): Promise<boolean> {
     return this.em.fork().transactional(async (em) => {
-      const [credited] = await em
-        .getConnection()
-        .execute<{ checkout_session_id: string; user_id: string; amount_usd: number }[]>(
-          COMPLETE_SQL(inTime),
-          inTime instanceof Date ? [id, provider, inTime] : [id, provider],
-          'all',
-          em.getTransactionContext(),
-        );
+      const credited = await queries.completeSession(em, id, provider, inTime);
       if (!credited) return false;
       await recordAudit(em, {
         // Nobody signed in completes a payment: the provider's confirmation does.

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ForbiddenError, UnauthenticatedError } from '../errors.ts';
 import { Credential, type CredentialKind } from './entities.ts';
 import { hashSecret, sameHash } from './secrets.ts';
+import { touchCredential, validCredentialIds } from './queries.ts';
 
 /** Who is calling, as established from a credential. */
 export interface Principal {
@@ -86,13 +87,7 @@ export class Authenticator {
    */
   async stillValid(credentialIds: readonly string[]): Promise<Set<string>> {
     if (credentialIds.length === 0) return new Set();
-    const rows = await this.em.getConnection().execute<{ id: string }[]>(
-      `select c.id from credentials c join users u on u.id = c.user_id
-        where c.id in (?) and c.revoked_at is null
-          and (c.expires_at is null or c.expires_at > now()) and u.suspended_at is null`,
-      [credentialIds],
-    );
-    return new Set(rows.map((row) => row.id));
+    return new Set(await validCredentialIds(this.em, credentialIds));
   }
 
   /** Keeps `last_used_at` roughly current without a write per request: at most once a minute, not awaited. */
@@ -101,9 +96,6 @@ export class Authenticator {
     if (now - last < LAST_USED_RESOLUTION_MS) return;
     if (this.lastUsedWrittenAt.size >= CACHE_LIMIT) this.lastUsedWrittenAt.clear();
     this.lastUsedWrittenAt.set(credentialId, now);
-    this.em
-      .getConnection()
-      .execute('update credentials set last_used_at = now() where id = ?', [credentialId])
-      .catch(() => this.lastUsedWrittenAt.delete(credentialId));
+    touchCredential(this.em, credentialId).catch(() => this.lastUsedWrittenAt.delete(credentialId));
   }
 }

@@ -5,6 +5,8 @@ import { recordAudit, type AuditActor } from '../audit/audit-service.ts';
 import { ConflictError, InvalidInputError, NotFoundError } from '../errors.ts';
 import { Credential, User, type CredentialKind } from './entities.ts';
 import { generateSecret, hashSecret, kindOfSecret } from './secrets.ts';
+import * as queries from './queries.ts';
+import type { UserFilter } from './queries.ts';
 
 /** The contract's `format: email`, so every stored address is one the API may return. */
 const EMAIL_PATTERN = fullFormats.email as RegExp;
@@ -26,31 +28,6 @@ export interface UserSummary {
   activeSessionApiKeys: number;
   /** Latest use of any of the user's credentials. */
   lastUsedAt: Date | null;
-}
-
-const USER_SUMMARIES_SQL = (where: string) => `
-  select u.id, u.email, u.is_super_admin, u.suspended_at is not null as suspended, u.created_at,
-    count(c.id) filter (where c.kind = 'access_token' and c.revoked_at is null) as active_access_tokens,
-    count(c.id) filter (where c.kind = 'session_api_key' and c.revoked_at is null) as active_session_api_keys,
-    max(c.last_used_at) as last_used_at,
-    count(*) over () as total
-  from users u left join credentials c on c.user_id = u.id
-  ${where}
-  group by u.id
-  order by u.email
-  limit ? offset ?`;
-
-/** A row as the driver returns it: counts (bigint) and timestamps arrive as strings. */
-interface UserSummaryRow {
-  id: string;
-  email: string;
-  is_super_admin: boolean;
-  suspended: boolean;
-  created_at: string;
-  active_access_tokens: string;
-  active_session_api_keys: string;
-  last_used_at: string | null;
-  total: string;
 }
 
 /** Names a user by id (the HTTP API) or by e-mail (the admin CLI). */
@@ -251,18 +228,9 @@ export class IdentityService {
     const limit = query.limit ?? 1_000_000;
     const offset = query.offset ?? 0;
     const q = query.q?.trim().toLowerCase();
-    let where = '';
-    let filter: unknown[] = [];
-    if (query.userId !== undefined) {
-      where = 'where u.id = ?';
-      filter = [query.userId];
-    } else if (q) {
-      where = `where u.email like ? escape '\\'`;
-      filter = [`%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`];
-    }
-    const params = [...filter, limit, offset];
-    const rows = await this.em.getConnection().execute<UserSummaryRow[]>(USER_SUMMARIES_SQL(where), params);
-    const total = rows.length > 0 ? Number(rows[0]!.total) : offset > 0 ? await this.countUsers(where, filter) : 0;
+    const filter: UserFilter = query.userId !== undefined ? { userId: query.userId } : q ? { emailPart: q } : {};
+    const rows = await queries.userSummaries(this.em, filter, limit, offset);
+    const total = rows.length > 0 ? Number(rows[0]!.total) : offset > 0 ? await queries.userCount(this.em, filter) : 0;
     return {
       total,
       users: rows.map((row) => ({
@@ -295,11 +263,6 @@ export class IdentityService {
     return this.em.fork().find(User, { isSuperAdmin: true }, { orderBy: { email: 'asc' } });
   }
 
-  /** Users matching a filter, for a page past the last one (where the window count has no row to ride on). */
-  private async countUsers(where: string, params: unknown[]): Promise<number> {
-    const [row] = await this.em.getConnection().execute<{ n: string }[]>(`select count(*) as n from users u ${where}`, params);
-    return Number(row!.n);
-  }
 }
 
 async function findUser(em: EntityManager, ref: UserRef, options: { lock?: boolean } = {}): Promise<User> {
@@ -317,7 +280,7 @@ async function findUser(em: EntityManager, ref: UserRef, options: { lock?: boole
 
 /** Serialises, until the transaction ends, every change that could remove the last active super admin. */
 async function lockSuperAdmins(em: EntityManager): Promise<void> {
-  await em.getConnection().execute('select pg_advisory_xact_lock(?)', [SUPER_ADMIN_LOCK_ID], 'all', em.getTransactionContext());
+  await queries.lockForTransaction(em, SUPER_ADMIN_LOCK_ID);
 }
 
 /** Super admins who are not suspended, i.e. who can still administer. */

@@ -4,6 +4,7 @@ import { recordAudit, type AuditActor } from '../audit/audit-service.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { VerifiedModel } from './entities.ts';
 import { toVerifiedModelView, type VerifiedModelView } from './mapper.ts';
+import { deleteModel } from './queries.ts';
 
 export type NewVerifiedModel = components['schemas']['VerifiedModelCreate'];
 export type VerifiedModelPage = components['schemas']['VerifiedModelPage'];
@@ -82,17 +83,7 @@ export class VerifiedModelService {
   /** Removes a model. */
   async delete(actor: AuditActor, id: number): Promise<void> {
     await this.em.fork().transactional(async (em) => {
-      const [deleted] =
-        id <= MAX_ID
-          ? await em
-              .getConnection()
-              .execute<{ provider: string; model_name: string }[]>(
-                'delete from verified_models where id = ? returning provider, model_name',
-                [id],
-                'all',
-                em.getTransactionContext(),
-              )
-          : [];
+      const deleted = id <= MAX_ID ? await deleteModel(em, id) : undefined;
       if (!deleted) throw new NotFoundError('Verified model not found');
       await recordAudit(em, {
         actor,

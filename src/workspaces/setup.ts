@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { SecretBox, loadOrCreateKeyFile } from '../crypto/secret-box.ts';
 import { HttpIssueTracker } from './issue-tracker.ts';
+import { secretKeyIds } from './queries.ts';
 import { WorkspaceService } from './workspace-service.ts';
 
 /** The keyring the configuration names: `SECRETS_ENCRYPTION_KEYS`, else the key file in the data directory. */
@@ -33,11 +34,7 @@ export function createWorkspaceService(config: Config, em: EntityManager, secret
  * key in the keyring until `reseal-secrets` has run, so it never trips a correct rotation.
  */
 export async function missingSecretKeysProblem(config: Config, em: EntityManager, logger?: Logger): Promise<string | undefined> {
-  const rows = await em.getConnection().execute<{ key_id: string }[]>(
-    `select distinct split_part(webhook_secret_ciphertext, ':', 2) as key_id from workspaces
-     union select distinct split_part(svc_acc_api_key_ciphertext, ':', 2) from workspaces`,
-  );
-  const missing = secretBoxFor(config, logger).missingKeyIds(rows.map((row) => row.key_id));
+  const missing = secretBoxFor(config, logger).missingKeyIds(await secretKeyIds(em));
   if (missing.length === 0) return undefined;
   const source = config.secretsEncryptionKeys ? 'SECRETS_ENCRYPTION_KEYS' : `the key file ${config.dataDir}/secrets.key`;
   return `stored workspace secrets are encrypted with key id(s) ${missing.join(', ')}, which ${source} does not hold: add the key(s) (see "Rotating the encryption key" in the README) and start again`;

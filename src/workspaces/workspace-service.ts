@@ -9,6 +9,7 @@ import { User } from '../identity/entities.ts';
 import { Workspace, WorkspaceLink } from './entities.ts';
 import type { IssueTracker } from './issue-tracker.ts';
 import { toWorkspaceLinkView, toWorkspaceView, type WorkspaceLinkView, type WorkspaceView } from './mapper.ts';
+import * as queries from './queries.ts';
 
 export type WorkspaceRegistration = components['schemas']['WorkspaceRegistration'];
 export type TrackerDeliveryReceipt = components['schemas']['TrackerDeliveryReceipt'];
@@ -186,14 +187,8 @@ export class WorkspaceService {
 
     const deliveryId = trackerDeliveryId ?? `sha256:${createHash('sha256').update(body.raw).digest('hex')}`;
     // The body's own text (as the one JSON reader decoded it) goes into a `json` column: stored as sent.
-    const inserted = await em
-      .getConnection()
-      .execute<{ id: string }[]>(
-        `insert into tracker_deliveries (workspace_id, delivery_id, payload) values (?, ?, ?::json)
-         on conflict (workspace_id, delivery_id) do nothing returning id`,
-        [workspace.id, deliveryId, body.text],
-      );
-    return { success: true, delivery_id: deliveryId, duplicate: inserted.length === 0 };
+    const inserted = await queries.insertTrackerDelivery(em, workspace.id, deliveryId, body.text);
+    return { success: true, delivery_id: deliveryId, duplicate: !inserted };
   }
 
   /**
@@ -203,14 +198,7 @@ export class WorkspaceService {
   async resealSecrets(actor: string): Promise<{ workspaces: number; resealed: number; keyId: string }> {
     const current = this.secrets.currentKeyId;
     return this.em.fork().transactional(async (em) => {
-      const rows = await em
-        .getConnection()
-        .execute<{ id: number; webhook_secret_ciphertext: string; svc_acc_api_key_ciphertext: string }[]>(
-          'select id, webhook_secret_ciphertext, svc_acc_api_key_ciphertext from workspaces order by id for update',
-          [],
-          'all',
-          em.getTransactionContext(),
-        );
+      const rows = await queries.lockedWorkspaceSecrets(em);
       let resealed = 0;
       for (const row of rows) {
         const stale =
@@ -219,14 +207,12 @@ export class WorkspaceService {
         if (!stale) continue;
         const webhookSecret = this.secrets.decrypt(row.webhook_secret_ciphertext, PURPOSE.webhookSecret);
         const apiKey = this.secrets.decrypt(row.svc_acc_api_key_ciphertext, PURPOSE.svcAccApiKey);
-        await em
-          .getConnection()
-          .execute(
-            'update workspaces set webhook_secret_ciphertext = ?, svc_acc_api_key_ciphertext = ? where id = ?',
-            [this.secrets.encrypt(webhookSecret, PURPOSE.webhookSecret), this.secrets.encrypt(apiKey, PURPOSE.svcAccApiKey), row.id],
-            'run',
-            em.getTransactionContext(),
-          );
+        await queries.updateWorkspaceSecrets(
+          em,
+          row.id,
+          this.secrets.encrypt(webhookSecret, PURPOSE.webhookSecret),
+          this.secrets.encrypt(apiKey, PURPOSE.svcAccApiKey),
+        );
         await recordAudit(em, {
           actor,
           action: 'workspace.secrets_resealed',
