@@ -37,22 +37,3 @@ export const CheckoutSessionSchema = new EntitySchema<CheckoutSession>({
     completedAt: { type: 'Date', nullable: true },
   },
 });
-
-/** One credit: a completed checkout session, credited exactly once (the session id is the key). */
-export class CreditLedgerEntry {
-  checkoutSessionId!: string;
-  userId!: string;
-  amountUsd!: number;
-  createdAt: Opt<Date> = new Date();
-}
-
-export const CreditLedgerEntrySchema = new EntitySchema<CreditLedgerEntry>({
-  class: CreditLedgerEntry,
-  tableName: 'credit_ledger',
-  properties: {
-    checkoutSessionId: { type: 'uuid', primary: true },
-    userId: { type: 'uuid' },
-    amountUsd: { type: 'integer' },
-    createdAt: { type: 'Date' },
-  },
-});

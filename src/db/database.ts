@@ -2,7 +2,6 @@ import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseConfig, type DatabaseTimeouts } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { ConversationEventSchema, ConversationSchema } from '../conversations/entities.ts';
 import { CredentialSchema, UserSchema } from '../identity/entities.ts';
 import { VerifiedModelSchema } from '../verified-models/entities.ts';
 import { WorkspaceLinkSchema, WorkspaceSchema } from '../workspaces/entities.ts';
@@ -13,7 +12,7 @@ import { Migration20261122015000_lossless_payloads } from './migrations/Migratio
 import { Migration20261122016000_live_notifications } from './migrations/Migration20261122016000_live_notifications.ts';
 import { Migration20261123020000_workspaces } from './migrations/Migration20261123020000_workspaces.ts';
 import { Migration20261123030000_billing } from './migrations/Migration20261123030000_billing.ts';
-import { CheckoutSessionSchema, CreditLedgerEntrySchema } from '../billing/entities.ts';
+import { CheckoutSessionSchema } from '../billing/entities.ts';
 import { Migration20261123040000_conversation_info } from './migrations/Migration20261123040000_conversation_info.ts';
 import { Migration20261123050000_live_streams } from './migrations/Migration20261123050000_live_streams.ts';
 import { Migration20261123060000_group_commit } from './migrations/Migration20261123060000_group_commit.ts';
@@ -89,12 +88,9 @@ export function ormOptions(
       UserSchema,
       CredentialSchema,
       VerifiedModelSchema,
-      ConversationSchema,
-      ConversationEventSchema,
       WorkspaceSchema,
       WorkspaceLinkSchema,
       CheckoutSessionSchema,
-      CreditLedgerEntrySchema,
       AuditEntrySchema,
     ],
     extensions: [Migrator],
