@@ -44,11 +44,7 @@ interface IncomingBatch {
   /** Each event's own `timestamp` as an instant, or null to take the time it is received (`event-time.ts`). */
   eventTimes: (string | null)[];
   sources: (string | null)[];
-  /**
-   * Each event's JSON text as it is stored (see `src/lossless-json.ts`), in UTF-8. Encoded when the
-   * batch arrives: bytes live outside V8's heap, so a batch waiting for its transaction is not
-   * copied by every young-generation collection meanwhile, as its strings were.
-   */
+  /** Each event's stored JSON text in UTF-8, encoded on arrival: a waiting batch's bytes are not copied by every scavenge (docs/performance.md, "Waiting with bytes only"). */
   payloads: Buffer[];
   /** `delta` notifications for live subscribers (published by `ingest_event_batches`). */
   deltas: string[];
@@ -83,12 +79,9 @@ export class ConversationService {
   }
 
   /**
-   * Stores a webhook batch for `principal`: all or nothing, idempotent by event id, in arrival
-   * order. StreamingDeltaEvents are never stored: they are published to live subscribers when the
-   * batch commits, except any too large for a notification (counted in `droppedDeltas`).
-   *
-   * What is stored is taken from `events` before this returns its promise, so the caller may let go
-   * of the parsed events while the batch waits for its transaction (the webhook handler does).
+   * Stores a webhook batch for `principal`: all or nothing, idempotent by event id, in arrival order;
+   * StreamingDeltaEvents are only published (one too large for a notification is counted in `droppedDeltas`).
+   * Takes what it stores from `events` before returning, so the caller may drop them while the batch waits.
    */
   ingest(principal: Principal, conversationId: string, events: Event[]): Promise<{ stored: number; droppedDeltas: number }> {
     // Not async, so that `events` is not kept for the wait; failures still come through the promise.

@@ -1,22 +1,7 @@
 /**
- * Group commit in the application: webhook batches that arrive while transactions are in flight
- * wait, and the next transaction stores all of them in one statement (one round trip, one commit).
- *
- * - Each caller's promise settles only when the transaction holding its batch has committed (or
- *   failed): acknowledging still means durable.
- * - One batch never fails another: outcomes are per batch (the store returns one per batch, e.g.
- *   "owned by someone else, nothing written"); if the group's statement fails as a whole, each of
- *   its batches is retried alone, in arrival order, so only a batch that fails alone fails. Except
- *   for an error no batch can have caused (the database unavailable, `failsEveryBatch`): that one
- *   fails the whole group at once, rather than once per batch, each after its own timeout.
- * - Batches leave the queue in arrival order, so batches of one conversation are stored in the
- *   order they arrived within a group and from one group to the next.
- * - Groups are bounded in batches and in events. While a transaction is in flight, the next group
- *   waits for it and grows, unless it is already full (`maxBatches` or `maxEvents` reached): then
- *   it starts at once, up to `maxInFlight` transactions. Small batches thus share few, large
- *   transactions (measured at batch 1 and 5: 20–30% more requests per second than starting a
- *   second partial group right away), while large ones still overlap one transaction's commit with
- *   the next one's work.
+ * Group commit: batches arriving while transactions are in flight share the next transaction, one
+ * statement and one commit, and each caller hears only after its own batch committed (guarantees and
+ * figures: docs/performance.md, "How a webhook batch is stored").
  */
 
 export interface GroupCommitOptions {
