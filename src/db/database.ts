@@ -27,6 +27,7 @@ import { Migration20261127020000_retire_legacy_delivery_jobs } from './migration
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
 import { applyFunctionScripts } from './function-scripts.ts';
+import { sqlRows } from './sql.ts';
 import { Migration20261125040000_spend_ledger } from './migrations/Migration20261125040000_spend_ledger.ts';
 
 /** Every committed migration, in order. Listed, not globbed, so start-up never scans the disk. */
@@ -159,7 +160,7 @@ export function unnamedStatementsOnly(
 export async function migrate(orm: MikroORM): Promise<void> {
   const knex = orm.em.getConnection().getKnex();
   await knex.transaction(async (trx) => {
-    await trx.raw('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK_ID]);
+    await sqlRows(trx, 'select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_ID]);
     const ran = await orm.getMigrator().up();
     await applyFunctionScripts(trx, ran.length > 0);
   });
@@ -178,9 +179,10 @@ export async function migrate(orm: MikroORM): Promise<void> {
  * (PgBouncer's `connect_query`, or `ALTER ROLE … SET statement_timeout`). Says so when they do not.
  */
 async function checkPooledStatementTimeout(orm: MikroORM, timeouts: DatabaseTimeouts, log: Logger): Promise<void> {
-  const [row] = await orm.em
-    .getConnection()
-    .execute<{ ms: string }[]>("select current_setting('statement_timeout') as setting, extract(epoch from current_setting('statement_timeout')::interval) * 1000 as ms");
+  const [row] = await sqlRows<{ ms: string }>(
+    orm.em,
+    "select current_setting('statement_timeout') as setting, extract(epoch from current_setting('statement_timeout')::interval) * 1000 as ms",
+  );
   const ms = Number(row?.ms);
   if (ms !== timeouts.queryTimeoutMs) {
     log.warn(
@@ -225,10 +227,7 @@ export async function openDatabase(config: DatabaseConfig, log: Logger): Promise
       const timedOut = new Promise<boolean>((resolve) => {
         timer = setTimeout(() => resolve(false), timeouts.readinessTimeoutMs);
       });
-      const probe = orm.em
-        .getConnection()
-        .execute('select 1')
-        .then(
+      const probe = sqlRows(orm.em, 'select 1').then(
           () => true,
           () => false,
         );

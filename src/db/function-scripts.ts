@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Knex } from '@mikro-orm/postgresql';
 import { PACKAGE_ROOT } from '../package-root.ts';
+import { sqlRows, sqlRun } from './sql.ts';
 
 /** Where the current body of every stored function and trigger lives, one file each (read from the package root, as the spec is). */
 export const FUNCTION_SCRIPTS_DIR = path.join(PACKAGE_ROOT, 'src', 'db', 'functions');
@@ -34,19 +35,20 @@ export function functionScripts(): FunctionScript[] {
  * when `all` (a migration ran: it may have dropped what a script made). The caller holds the migration lock.
  */
 export async function applyFunctionScripts(trx: Knex.Transaction, all: boolean): Promise<string[]> {
-  await trx.raw(`create table if not exists ${FUNCTION_SCRIPTS_TABLE} (
-    name text primary key, checksum text not null, applied_at timestamptz not null default now())`);
-  const recorded = new Map(
-    ((await trx.raw(`select name, checksum from ${FUNCTION_SCRIPTS_TABLE}`)).rows as { name: string; checksum: string }[]).map(
-      (row) => [row.name, row.checksum],
-    ),
+  await sqlRun(
+    trx,
+    `create table if not exists ${FUNCTION_SCRIPTS_TABLE} (
+       name text primary key, checksum text not null, applied_at timestamptz not null default now())`,
   );
+  const rows = await sqlRows<{ name: string; checksum: string }>(trx, `select name, checksum from ${FUNCTION_SCRIPTS_TABLE}`);
+  const recorded = new Map(rows.map((row) => [row.name, row.checksum]));
   const applied: string[] = [];
   for (const script of functionScripts()) {
     if (!all && recorded.get(script.name) === script.checksum) continue;
-    await trx.raw(script.sql);
-    await trx.raw(
-      `insert into ${FUNCTION_SCRIPTS_TABLE} (name, checksum) values (?, ?)
+    await sqlRun(trx, script.sql);
+    await sqlRun(
+      trx,
+      `insert into ${FUNCTION_SCRIPTS_TABLE} (name, checksum) values ($1, $2)
        on conflict (name) do update set checksum = excluded.checksum, applied_at = now()`,
       [script.name, script.checksum],
     );
