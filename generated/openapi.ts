@@ -948,6 +948,8 @@ export interface paths {
          *     - `model`: per model name (`model_name`, as the agent-server names it), largest amount first;
          *     - `day`: per UTC day (`day`, `YYYY-MM-DD`), newest first.
          *
+         *     `order=amount` orders any grouping by its amount, largest first (ties by key).
+         *
          *     Fields of the other groupings are null. `total_…` and `entry_count` cover every charge in
          *     the range, not only the page; over the whole range (no `since`/`until`), `total_micro_usd`
          *     equals `spent_micro_usd` of `getCredits`. Pages: `offset`/`limit` over the groups;
@@ -3303,6 +3305,16 @@ export interface components {
         AuditLogPage: {
             /** @description Rows, newest first. */
             items: components["schemas"]["AuditEntry"][];
+            /**
+             * @description The e-mail address of each user the page names (as `actor`, or as `target_id` of a `user`
+             *     target), by user id, so that a reader sees people rather than ids. A deleted user is absent.
+             * @example {
+             *       "0f3c1d2e-4b5a-4978-8796-a5b4c3d2e1f0": "ada@example.com"
+             *     }
+             */
+            people: {
+                [key: string]: string;
+            };
             /** @description Pass as `before_id` for the next (older) page; null when there is none. */
             next_before_id: number | null;
         };
@@ -5478,6 +5490,11 @@ export interface operations {
                 limit?: number;
                 /** @description Number of groups to skip. */
                 offset?: number;
+                /**
+                 * @description `default`: each grouping's own order (above); `amount`: largest amount first.
+                 * @example amount
+                 */
+                order?: "default" | "amount";
             };
             header?: never;
             path?: never;

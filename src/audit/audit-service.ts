@@ -2,10 +2,13 @@ import os from 'node:os';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../generated/openapi.ts';
 import { requestContext } from '../observability/request-context.ts';
+import { User } from '../identity/entities.ts';
 import { AuditEntry } from './entities.ts';
 import { toAuditEntryView } from './mapper.ts';
 import { AUDIT_INSERT, insertAuditRow } from './queries.ts';
 import type { SqlRunner } from '../db/sql.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Who made a change: a user id, `cli:<os user>` (the admin CLI, see `cliActor`), or
@@ -89,6 +92,15 @@ export class AuditLogService {
     const rows = await this.em.fork().find(AuditEntry, where, { orderBy: { id: 'desc' }, limit: query.limit + 1 });
     const items = rows.slice(0, query.limit);
     const more = rows.length > query.limit;
-    return { items: items.map(toAuditEntryView), next_before_id: more ? Number(items[items.length - 1]!.id) : null };
+    const people = await this.emailsOf(items.flatMap((row) => [row.actor, ...(row.targetType === 'user' ? [row.targetId] : [])]));
+    return { items: items.map(toAuditEntryView), next_before_id: more ? Number(items[items.length - 1]!.id) : null, people };
+  }
+
+  /** E-mail addresses by user id, for the ids that are user ids (`cli:…` and `system:…` actors are not). */
+  private async emailsOf(ids: string[]): Promise<Record<string, string>> {
+    const userIds = [...new Set(ids.filter((id) => UUID.test(id)))];
+    if (userIds.length === 0) return {};
+    const users = await this.em.fork().find(User, { id: { $in: userIds } }, { fields: ['id', 'email'] });
+    return Object.fromEntries(users.map((user) => [user.id, user.email]));
   }
 }

@@ -108,15 +108,16 @@ export async function spendTotals(
   return totals!;
 }
 
-/** One page of a range's groups. */
+/** One page of a range's groups, in the grouping's own order or by amount (largest first). */
 export function spendGroups(
   em: EntityManager,
   groupBy: SpendGroupKey,
   range: { ownerId: string; since?: string; until?: string },
-  page: { limit: number; offset: number },
+  page: { limit: number; offset: number; order: 'default' | 'amount' },
 ): Promise<SpendGroupRow[]> {
   const { where, values } = rangeOf(range.ownerId, range.since, range.until);
-  const { key, order } = GROUPINGS[groupBy];
+  const key = GROUPINGS[groupBy].key;
+  const order = page.order === 'amount' ? 'sum(amount_micro_usd) desc, 1' : GROUPINGS[groupBy].order;
   return sqlRows<SpendGroupRow>(
     em,
     `select ${key} as key, sum(amount_micro_usd)::text as amount, count(*)::int as entries,

@@ -14,6 +14,8 @@ export interface SpendQuery {
   until?: string;
   limit: number;
   offset: number;
+  /** `amount`: largest first, whatever the grouping. */
+  order: 'default' | 'amount';
 }
 
 /** The instants PostgreSQL takes from an ISO 8601 string with a four-digit year. */

@@ -337,12 +337,25 @@ describe('spend ledger (POST /api/v1/webhooks/conversations charges the increase
       expect(first.items[0].amount_micro_usd).to.equal(30_000);
     });
 
+    it('orders conversations by amount, largest first, with order=amount (paged the same way)', async () => {
+      const ids = [randomUUID(), randomUUID(), randomUUID()];
+      for (const [i, cost] of [0.02, 0.05, 0.01].entries()) await post(conversationInfo(ids[i]!, at(100), { agent: [CLAUDE, cost] })).expect(201);
+      const first = await spend('order=amount&limit=2');
+      expect(first.items.map((row: Info) => [row.conversation_id, row.amount_micro_usd])).to.deep.equal([
+        [ids[1], 50_000],
+        [ids[0], 20_000],
+      ]);
+      expect(first).to.include({ next_offset: 2 });
+      expect((await spend('order=amount&limit=2&offset=2')).items.map((row: Info) => row.conversation_id)).to.deep.equal([ids[2]]);
+    });
+
     const badQueries: [string, (string | number)[]][] = [
       ['group_by=user', ['query', 'group_by']],
       ['limit=0', ['query', 'limit']],
       ['limit=101', ['query', 'limit']],
       ['offset=-1', ['query', 'offset']],
       ['offset=100001', ['query', 'offset']],
+      ['order=cheapest', ['query', 'order']],
       ['since=yesterday', ['query', 'since']],
       ['until=2026-11-21', ['query', 'until']],
       ['since=2026-11-22T00:00:00Z&until=2026-11-22T00:00:00Z', ['query', 'until']],

@@ -377,6 +377,14 @@ describe('administration over HTTP', function () {
       expect((await as(admin.accessToken).get(`/api/admin/audit-log?since=${encodeURIComponent(past)}&until=${encodeURIComponent(future)}`)).body.items).to.have.length(4);
     });
 
+    it('names the people of the page by e-mail (actors and user targets), not CLI or system actors', async () => {
+      await as(admin.accessToken).post(`/api/admin/users/${member.userId}/suspend`);
+      const page = await as(admin.accessToken).get('/api/admin/audit-log?action=user.suspended').expect(200);
+      expect(page.body.people).to.deep.equal({ [admin.userId]: admin.email, [member.userId]: member.email });
+      const none = await as(admin.accessToken).get('/api/admin/audit-log?action=nothing.happened').expect(200);
+      expect(none.body.people).to.deep.equal({});
+    });
+
     it('returns 403 without VIEW_AUDIT_LOG, 422 for a bad filter', async () => {
       await as(member.accessToken).get('/api/admin/audit-log').expect(403);
       await as(admin.accessToken).get('/api/admin/audit-log?since=yesterday').expect(422);

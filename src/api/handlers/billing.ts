@@ -49,6 +49,7 @@ export function billingHandlers(service: BillingService, spend: SpendService): O
         until: query.until,
         limit: query.limit ?? 50,
         offset: query.offset ?? 0,
+        order: query.order ?? 'default',
       });
       respond(ctx, 200, report);
     },
