@@ -62,10 +62,25 @@ export function relative(iso: string | null | undefined): HTMLElement | string {
   return iso;
 }
 
-/** US dollars with cents, or "–". */
-export function usd(amount: number | null | undefined, digits = 2): string {
+const moneyFormats = new Map<string, Intl.NumberFormat>();
+
+/** The one money format: two decimals from 1 up, up to four below (so $0.0012 is not $0.00). */
+export function formatMoney(amount: number, currency = 'USD'): string {
+  const small = Math.abs(amount) < 1 && amount !== 0;
+  const key = `${currency}:${small}`;
+  let format = moneyFormats.get(key);
+  if (!format) {
+    format = new Intl.NumberFormat(undefined, { style: 'currency', currency, minimumFractionDigits: 2, maximumFractionDigits: small ? 4 : 2 });
+    moneyFormats.set(key, format);
+  }
+  return format.format(amount);
+}
+
+/** An amount as `formatMoney` shows it, the exact micro-dollars in its tooltip; "–" when unknown. */
+export function money(amount: number | null | undefined, micro?: number | null, currency = 'USD'): HTMLElement | string {
   if (amount === null || amount === undefined) return '–';
-  return amount.toLocaleString(undefined, { style: 'currency', currency: 'USD', minimumFractionDigits: digits, maximumFractionDigits: Math.max(digits, 4) });
+  const exact = micro ?? Math.round(amount * 1_000_000);
+  return h('span', { class: 'money', title: `${exact.toLocaleString()} micro-${currency === 'USD' ? 'dollars' : currency}` }, formatMoney(amount, currency));
 }
 
 /** A status badge: the value is shown as text and styled through `data-status`. */

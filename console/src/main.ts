@@ -35,10 +35,18 @@ function navLink(href: string, label: string, active: boolean): HTMLElement {
   return h('a', { href, class: 'nav-link', 'aria-current': active ? 'page' : null }, label);
 }
 
+/** The conversation shown, so that a link to one of its events moves within it instead of reopening it. */
+let shownConversation: string | undefined;
+
 function render(): void {
+  const route = currentRoute();
+  if (route.page === 'conversation' && route.id === shownConversation && route.seq && accessToken()) {
+    window.dispatchEvent(new CustomEvent('console:show-event', { detail: route.seq }));
+    return;
+  }
+  shownConversation = route.page === 'conversation' && accessToken() ? route.id : undefined;
   cleanup?.();
   cleanup = undefined;
-  const route = currentRoute();
   if (!accessToken()) {
     isSuperAdmin = undefined;
     root.classList.remove('fixed-height');

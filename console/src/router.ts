@@ -3,6 +3,8 @@
 export interface Route {
   readonly page: 'conversations' | 'conversation' | 'account' | 'admin' | 'not-found';
   readonly id?: string;
+  /** An event to open the conversation at (`#/conversations/{id}/events/{seq}`). */
+  readonly seq?: number;
   readonly query: URLSearchParams;
 }
 
@@ -13,6 +15,7 @@ export function currentRoute(): Route {
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
   if (parts.length === 0 || (parts[0] === 'conversations' && parts.length === 1)) return { page: 'conversations', query };
   if (parts[0] === 'conversations' && parts.length === 2) return { page: 'conversation', id: parts[1], query };
+  if (parts[0] === 'conversations' && parts.length === 4 && parts[2] === 'events' && /^[1-9]\d{0,15}$/.test(parts[3]!)) return { page: 'conversation', id: parts[1], seq: Number(parts[3]), query };
   if (parts[0] === 'account' && parts.length === 1) return { page: 'account', query };
   if (parts[0] === 'admin' && parts.length === 1) return { page: 'admin', query };
   return { page: 'not-found', query };

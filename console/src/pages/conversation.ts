@@ -1,13 +1,17 @@
 import { api, describeError, type Schemas } from '../api.ts';
-import { badge, h, notice, replace, time, usd } from '../dom.ts';
+import { badge, h, money, notice, replace, time } from '../dom.ts';
 import type { Page } from '../main.ts';
+import { duration } from '../viewer/cards/common.ts';
 import { follow } from '../viewer/live.ts';
+import { Outline } from '../viewer/outline.ts';
 import { renderRow } from '../viewer/render.ts';
 import { ConversationRows, type GapRow, type PendingRow, type Row, type StoredEvent } from '../viewer/rows.ts';
 import { VirtualList } from '../viewer/virtual-list.ts';
 
 type Conversation = Schemas['Conversation'];
 const PAGE = 100;
+/** Pages read at once when going back to a linked event far from the newest ones. */
+const SEEK_PAGE = 1000;
 
 /**
  * One conversation: a header (title, live status, cost, model, times) and its events rendered as a
@@ -18,7 +22,7 @@ export const conversationPage: Page = (main, route) => {
   const id = route.id!;
   let stopped = false;
   let stopLive: (() => void) | undefined;
-  const rows = new ConversationRows();
+  const rows = new ConversationRows(id);
   const older: GapRow = { key: 'older', type: 'older', state: 'more' };
   let pending: PendingRow | undefined;
   let loadingOlder = false;
@@ -28,9 +32,16 @@ export const conversationPage: Page = (main, route) => {
   const connection = h('span', { class: 'connection', role: 'status', 'data-state': 'connecting' }, 'Connecting…');
   const status = h('span', { id: 'live-status' });
   const problems = h('div', { 'aria-live': 'polite' });
-  replace(main, header, problems, list.element);
+  // Facts that change with every event are updated in place, without waiting for the conversation.
+  const eventCount = h('dd', { id: 'event-count' }, '–');
+  const lastEvent = h('dd', { id: 'last-event' }, '–');
+  const runTime = h('dd', { id: 'run-duration' }, '–');
+  let conversation: Conversation | undefined;
+  const outline = new Outline(rows, (seq) => void showEvent(seq));
+  replace(main, header, problems, h('div', { class: 'viewer-body' }, outline.element, list.element));
 
-  function showHeader(conversation: Conversation): void {
+  function showHeader(shown: Conversation): void {
+    conversation = shown;
     const title = conversation.title?.trim() || 'Untitled conversation';
     document.title = `${title} · Agent Platform`;
     replace(status, badge(conversation.execution_status));
@@ -41,13 +52,27 @@ export const conversationPage: Page = (main, route) => {
       h(
         'dl',
         { class: 'facts' },
-        fact('Cost', usd(conversation.accumulated_cost_usd, 4)),
+        fact('Cost', money(conversation.accumulated_cost_usd, conversation.accumulated_cost_micro_usd)),
+        h('div', null, h('dt', null, 'Duration'), runTime),
+        h('div', null, h('dt', null, 'Events'), eventCount),
+        fact('Tokens in / out', tokens(conversation)),
         fact('Model', conversation.metrics?.model_name ?? '–'),
-        fact('Events', conversation.event_count.toLocaleString()),
         fact('Started', time(conversation.created_at)),
-        fact('Last event', time(conversation.last_event_at)),
+        h('div', null, h('dt', null, 'Last event'), lastEvent),
       ),
     );
+    updateLiveFacts();
+  }
+
+  /** Event count, last event and duration from the events on screen, when they are ahead of the header. */
+  function updateLiveFacts(): void {
+    if (!conversation) return;
+    eventCount.textContent = Math.max(conversation.event_count, rows.lastSeq === 0 ? 0 : rows.lastSeq).toLocaleString();
+    const lastMs = rows.timeOf(rows.lastSeq);
+    const lastIso = lastMs === undefined ? conversation.last_event_at : new Date(lastMs).toISOString();
+    replace(lastEvent, time(lastIso));
+    const startMs = rows.timeOf(1) ?? Date.parse(conversation.created_at);
+    replace(runTime, lastMs !== undefined && Number.isFinite(startMs) ? h('span', { title: rows.timeOf(1) === undefined ? 'From when the conversation was created' : 'From the first event to the last' }, duration(lastMs - startMs)) : '–');
   }
 
   /** Rename: the title becomes a field with Save and Cancel. */
@@ -102,9 +127,9 @@ export const conversationPage: Page = (main, route) => {
   }
 
   /** The page of events before `beforeSeq` (newest first from the server, returned in sequence order). */
-  async function eventsBefore(beforeSeq?: number): Promise<StoredEvent[] | undefined> {
+  async function eventsBefore(beforeSeq?: number, limit = PAGE): Promise<StoredEvent[] | undefined> {
     const { data } = await api.GET('/api/v1/conversations/{conversation_id}/events', {
-      params: { path: { conversation_id: id }, query: { order: 'desc', limit: PAGE, ...(beforeSeq ? { before_seq: beforeSeq } : {}) } },
+      params: { path: { conversation_id: id }, query: { order: 'desc', limit, ...(beforeSeq ? { before_seq: beforeSeq } : {}) } },
     });
     return data?.items.reverse();
   }
@@ -121,7 +146,50 @@ export const conversationPage: Page = (main, route) => {
       if (pending) list.append([pending]);
     }
     for (const key of updated) list.refresh(key);
+    outline.update();
+    updateLiveFacts();
   }
+
+  /** Scrolls to event `seq` (loading older pages up to it first), marks it and gives it the focus. */
+  async function showEvent(seq: number): Promise<void> {
+    if (seq > rows.lastSeq) return replace(problems, notice(`Event #${seq} is not in this conversation (yet).`, 'error'));
+    while (!rows.keyOf(seq) && rows.firstSeq > 1 && !stopped) {
+      const events = await eventsBefore(rows.firstSeq, Math.min(SEEK_PAGE, rows.firstSeq - seq + PAGE));
+      if (!events?.length) break;
+      list.remove('older');
+      addEvents(events, 'start');
+      older.state = rows.firstSeq <= 1 ? 'start' : 'more';
+      list.prepend([older]);
+    }
+    const key = rows.keyOf(seq);
+    if (!key || stopped) return;
+    focusRow(key);
+  }
+
+  let currentKey: string | undefined;
+  function focusRow(key: string): void {
+    const element = list.scrollToKey(key);
+    currentKey = key;
+    main.querySelector('.row.current')?.classList.remove('current');
+    element?.classList.add('current');
+    element?.focus({ preventScroll: true });
+  }
+
+  /** j / k: the next or previous step. */
+  function onKey(event: KeyboardEvent): void {
+    if (event.altKey || event.ctrlKey || event.metaKey || (event.key !== 'j' && event.key !== 'k')) return;
+    const target = event.target as HTMLElement | null;
+    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+    const keys = list.keys().filter((key) => key.startsWith('e'));
+    const from = currentKey && keys.includes(currentKey) ? keys.indexOf(currentKey) : keys.indexOf(list.firstVisibleKey() ?? '') - (event.key === 'j' ? 1 : 0);
+    const next = keys[Math.max(0, Math.min(keys.length - 1, from + (event.key === 'j' ? 1 : -1)))];
+    if (!next) return;
+    event.preventDefault();
+    focusRow(next);
+  }
+  document.addEventListener('keydown', onKey);
+  const onShowEvent = (event: Event) => void showEvent((event as CustomEvent<number>).detail);
+  window.addEventListener('console:show-event', onShowEvent);
 
   async function loadOlder(): Promise<void> {
     if (loadingOlder || older.state === 'start' || rows.firstSeq <= 1) return;
@@ -155,6 +223,7 @@ export const conversationPage: Page = (main, route) => {
     list.append([older]);
     addEvents(events, 'end');
     list.scrollToBottom();
+    if (route.seq) void showEvent(route.seq);
     let headerTimer: number | undefined;
     stopLive = follow(id, () => rows.lastSeq, {
       event(stored) {
@@ -182,18 +251,26 @@ export const conversationPage: Page = (main, route) => {
       },
       connection(state, detail) {
         connection.dataset.state = state;
-        connection.textContent = { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…', stopped: detail ?? 'Not live' }[state];
+        connection.textContent = { connecting: 'Connecting…', live: 'Receiving new events', reconnecting: 'Reconnecting…', stopped: detail ?? 'Not receiving new events' }[state];
       },
     });
   })();
 
   return () => {
     stopped = true;
+    document.removeEventListener('keydown', onKey);
+    window.removeEventListener('console:show-event', onShowEvent);
     stopLive?.();
     list.destroy();
     document.title = 'Agent Platform console';
   };
 };
+
+function tokens(conversation: Conversation): string {
+  const usage = conversation.metrics?.accumulated_token_usage;
+  if (!usage || (usage.prompt_tokens === undefined && usage.completion_tokens === undefined)) return '–';
+  return `${(usage.prompt_tokens ?? 0).toLocaleString()} / ${(usage.completion_tokens ?? 0).toLocaleString()}`;
+}
 
 function fact(label: string, value: Node | string): HTMLElement {
   return h('div', null, h('dt', null, label), h('dd', null, value));

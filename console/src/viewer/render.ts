@@ -1,23 +1,15 @@
-import { badge, h, sizeOf, time } from '../dom.ts';
+import { badge, h, money } from '../dom.ts';
+import { argumentsTable, duration, failed, output, rawJson, stringify, textOf, type Fields } from './cards/common.ts';
+import { familyOfAction, familyOfObservation } from './cards/index.ts';
 import { renderMarkdown } from './markdown.ts';
 import { field, type AnyEvent, type ConversationRows, type EventRow, type PendingRow, type Row, type StoredEvent } from './rows.ts';
+import { eventTime, type ResponseUsage } from './timing.ts';
 
-/** Terminal output longer than this many lines is folded. */
-const FOLD_LINES = 24;
-/** Output beyond this many characters is shown only on request. */
-const OUTPUT_LIMIT = 100_000;
+/** A pause between two events at least this long is shown as an idle gap. */
+const IDLE_GAP_MS = 10_000;
+const clock = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
 
-type Content = { type?: string; text?: string; image_urls?: string[] };
-
-/** The text of a list of content blocks (text blocks joined; images named). */
-export function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return (content as Content[])
-    .map((block) => (block.type === 'image' ? `[${block.image_urls?.length ?? 0} image(s)]` : (block.text ?? '')))
-    .filter(Boolean)
-    .join('\n\n');
-}
+export { textOf };
 
 /** One row of the conversation. */
 export function renderRow(row: Row, rows: ConversationRows, loadOlder: () => void): HTMLElement {
@@ -51,8 +43,10 @@ function eventRow(row: EventRow, rows: ConversationRows): HTMLElement {
   const { stored } = row;
   const event = stored.event;
   const branch = rows.branchOf(event);
-  const body = renderEvent(stored, row.results);
-  const element = h('div', { class: 'row', 'data-kind': event.kind, 'data-seq': stored.seq }, body);
+  const body = renderEvent(stored, row.results, rows);
+  const element = h('div', { class: 'row', 'data-kind': event.kind, 'data-seq': stored.seq, tabindex: -1 }, body);
+  const gap = rows.gapBefore(stored.seq);
+  if (gap !== undefined && gap >= IDLE_GAP_MS) element.prepend(h('p', { class: 'idle-gap' }, `idle ${duration(gap)}`));
   if (branch) {
     element.classList.add('branch');
     element.dataset.branch = String(branch.index);
@@ -61,8 +55,30 @@ function eventRow(row: EventRow, rows: ConversationRows): HTMLElement {
   return element;
 }
 
-function meta(stored: StoredEvent, ...extra: (Node | string | null)[]): HTMLElement {
-  return h('span', { class: 'stamp' }, ...extra, time(stored.received_at, 'time'), ` · #${stored.seq}`);
+/** The event's time (its own `timestamp`, else when it was received) and a link to it. */
+function meta(stored: StoredEvent, rows: ConversationRows, link = true): HTMLElement {
+  const at = eventTime(stored);
+  const title = `${at.iso}${at.source === 'received' ? ' (received; the event carries no time of its own)' : ''}`;
+  return h(
+    'span',
+    { class: 'stamp' },
+    Number.isFinite(at.ms) ? h('time', { datetime: at.iso, title, 'data-source': at.source }, clock.format(at.ms)) : '–',
+    ' · ',
+    // Inside a <summary> (itself interactive) the number is plain text.
+    link ? h('a', { class: 'permalink', href: `#/conversations/${encodeURIComponent(rows.conversationId)}/events/${stored.seq}`, title: 'Link to this event' }, `#${stored.seq}`) : `#${stored.seq}`,
+  );
+}
+
+/** Tokens, cost and latency of the LLM response behind a message or action, when a completion log carries them. */
+function usageChip(usage: ResponseUsage | undefined): HTMLElement | null {
+  if (!usage) return null;
+  const parts: (Node | string)[] = [];
+  if (usage.promptTokens !== undefined) parts.push(`${usage.promptTokens.toLocaleString()} in`);
+  if (usage.completionTokens !== undefined) parts.push(`${usage.completionTokens.toLocaleString()} out`);
+  if (usage.costUsd !== undefined) parts.push(money(usage.costUsd));
+  if (usage.latencyMs !== undefined) parts.push(`LLM ${duration(usage.latencyMs)}`);
+  if (!parts.length) return null;
+  return h('span', { class: 'usage', title: `LLM response ${usage.responseId}` }, parts.flatMap((part, i) => (i ? [' · ', part] : [part])));
 }
 
 function thinking(text: string, label = 'Thinking'): HTMLElement {
@@ -83,7 +99,7 @@ function reasoningOf(source: Record<string, unknown> | undefined | null): HTMLEl
   return parts.length ? thinking(parts.join('\n\n')) : null;
 }
 
-function renderEvent(stored: StoredEvent, results: StoredEvent[]): HTMLElement {
+function renderEvent(stored: StoredEvent, results: StoredEvent[], rows: ConversationRows): HTMLElement {
   const event = stored.event as AnyEvent & Record<string, unknown>;
   switch (event.kind) {
     case 'MessageEvent': {
@@ -94,36 +110,36 @@ function renderEvent(stored: StoredEvent, results: StoredEvent[]): HTMLElement {
       return h(
         'article',
         { class: `message ${fromUser ? 'user' : 'agent'}` },
-        h('header', null, h('span', { class: 'who' }, fromUser ? 'User' : event.source === 'agent' ? 'Agent' : String(event.source)), meta(stored)),
+        h('header', null, h('span', { class: 'who' }, fromUser ? 'User' : event.source === 'agent' ? 'Agent' : String(event.source)), usageChip(rows.usageOf(event.llm_response_id)), meta(stored, rows)),
         reasoningOf(message),
         h('div', { class: 'text' }, renderMarkdown(text)),
         skills.length ? h('p', { class: 'chips' }, ...skills.map((skill) => h('span', { class: 'chip' }, skill))) : null,
       );
     }
     case 'ActionEvent':
-      return actionCard(stored, results);
+      return actionCard(stored, results, rows);
     case 'ACPToolCallEvent':
       return h(
         'article',
-        { class: `card action${event.is_error ? ' failed' : ''}` },
-        h('header', null, h('span', { class: 'tool' }, String(event.tool_kind ?? 'tool')), h('span', { class: 'summary' }, String(event.title ?? '')), event.status ? badge(String(event.status)) : null, meta(stored)),
-        event.raw_input !== undefined && event.raw_input !== null ? argumentsBlock(event.raw_input) : null,
+        { class: `card action${event.is_error ? ' failed' : ''}`, 'data-card': 'acp-tool' },
+        h('header', null, h('span', { class: 'tool' }, String(event.tool_kind ?? 'tool')), h('span', { class: 'summary' }, String(event.title ?? '')), event.status ? badge(String(event.status)) : null, meta(stored, rows)),
+        event.raw_input && typeof event.raw_input === 'object' ? argumentsTable(event.raw_input as Fields, `Input of ${String(event.title ?? 'the tool')}`) : event.raw_input ? h('pre', { class: 'arguments', tabindex: 0 }, stringify(event.raw_input)) : null,
         output(textOf(event.content) || stringify(event.raw_output), Boolean(event.is_error)),
       );
     case 'ObservationEvent':
     case 'UserRejectObservation':
-      return h('article', { class: 'card action' }, h('header', null, h('span', { class: 'tool' }, String(event.tool_name ?? 'tool')), h('span', { class: 'summary' }, 'Result'), meta(stored)), result(stored));
+      return h('article', { class: 'card action' }, h('header', null, h('span', { class: 'tool' }, String(event.tool_name ?? 'tool')), h('span', { class: 'summary' }, 'Result (its action is not loaded)'), meta(stored, rows)), result(stored, undefined));
     case 'AgentErrorEvent':
-      return errorCard(stored, `Agent error${event.tool_name ? ` in ${String(event.tool_name)}` : ''}`, String(event.error ?? ''));
+      return errorCard(stored, rows, `Agent error${event.tool_name ? ` in ${String(event.tool_name)}` : ''}`, String(event.error ?? ''));
     case 'ConversationErrorEvent':
     case 'ServerErrorEvent':
-      return errorCard(stored, `${event.kind === 'ServerErrorEvent' ? 'Server' : 'Conversation'} error: ${String(event.code ?? '')}`, String(event.detail ?? ''));
+      return errorCard(stored, rows, `${event.kind === 'ServerErrorEvent' ? 'Server' : 'Conversation'} error: ${String(event.code ?? '')}`, String(event.detail ?? ''));
     case 'HookExecutionEvent': {
       const ok = Boolean(event.success) && !event.blocked;
       return h(
         'details',
-        { class: `hook${ok ? '' : ' failed'}` },
-        h('summary', null, h('span', { class: 'tool' }, 'Hook'), ` ${String(event.hook_event_type)} · `, h('code', null, String(event.hook_command)), ' ', h('span', { class: ok ? 'ok' : 'bad' }, event.blocked ? 'blocked' : ok ? 'passed' : `failed (exit ${String(event.exit_code)})`), meta(stored)),
+        { class: `hook${ok ? '' : ' failed'}`, 'data-card': 'hook' },
+        h('summary', null, h('span', { class: 'tool' }, 'Hook'), ` ${String(event.hook_event_type)} · `, h('code', null, String(event.hook_command)), ' ', h('span', { class: ok ? 'ok' : 'bad' }, event.blocked ? 'blocked' : ok ? 'passed' : `failed (exit ${String(event.exit_code)})`), meta(stored, rows, false)),
         event.reason ? h('p', null, String(event.reason)) : null,
         event.stdout ? output(String(event.stdout), false, 'stdout') : null,
         event.stderr ? output(String(event.stderr), true, 'stderr') : null,
@@ -132,124 +148,95 @@ function renderEvent(stored: StoredEvent, results: StoredEvent[]): HTMLElement {
     }
     case 'Condensation': {
       const forgotten = (event.forgotten_event_ids as string[] | undefined)?.length ?? 0;
-      return h('div', { class: 'divider-block' }, h('p', { class: 'divider' }, `Context condensed: ${forgotten} earlier event${forgotten === 1 ? '' : 's'} summarised`), event.summary ? thinking(String(event.summary), 'Summary') : null);
+      return h('div', { class: 'divider-block', 'data-card': 'condensation' }, h('p', { class: 'divider' }, `Context condensed: ${forgotten} earlier event${forgotten === 1 ? '' : 's'} summarised`), event.summary ? thinking(String(event.summary), 'Summary') : null);
     }
     case 'CondensationRequest':
       return h('p', { class: 'divider' }, 'Condensation requested');
     case 'CondensationSummaryEvent':
       return h('div', { class: 'divider-block' }, h('p', { class: 'divider' }, 'Summary of earlier context'), thinking(String(event.summary ?? ''), 'Summary'));
     case 'ConversationStateUpdateEvent':
-      return h('p', { class: 'system' }, event.key === 'execution_status' ? ['Status → ', badge(String(event.value))] : `State updated (${String(event.key ?? '')})`, meta(stored));
+      return h('p', { class: 'system' }, event.key === 'execution_status' ? ['Status → ', badge(String(event.value))] : `State updated (${String(event.key ?? '')})`, meta(stored, rows));
     case 'PauseEvent':
-      return h('p', { class: 'system' }, 'Paused by the user', meta(stored));
+      return h('p', { class: 'system' }, 'Paused by the user', meta(stored, rows));
     case 'InterruptEvent':
-      return h('p', { class: 'system' }, 'Interrupted by the user', meta(stored));
+      return h('p', { class: 'system' }, 'Interrupted by the user', meta(stored, rows));
     case 'SystemPromptEvent': {
       const tools = (event.tools as { title?: string; kind?: string }[] | undefined) ?? [];
       return h(
         'details',
         { class: 'system-prompt' },
-        h('summary', null, `System prompt · ${tools.length} tool${tools.length === 1 ? '' : 's'}`, meta(stored)),
+        h('summary', null, `System prompt · ${tools.length} tool${tools.length === 1 ? '' : 's'}`, meta(stored, rows, false)),
         h('div', { class: 'text' }, renderMarkdown(textOf([event.system_prompt]))),
         tools.length ? h('p', { class: 'chips' }, ...tools.map((tool) => h('span', { class: 'chip' }, tool.title ?? tool.kind ?? 'tool'))) : null,
       );
     }
     case 'TokenEvent':
-      return h('p', { class: 'system' }, `Tokens: ${(event.prompt_token_ids as unknown[] | undefined)?.length ?? 0} prompt, ${(event.response_token_ids as unknown[] | undefined)?.length ?? 0} response`, meta(stored));
+      return h('p', { class: 'system' }, `Tokens: ${(event.prompt_token_ids as unknown[] | undefined)?.length ?? 0} prompt, ${(event.response_token_ids as unknown[] | undefined)?.length ?? 0} response`, meta(stored, rows));
     case 'LLMCompletionLogEvent':
-      return h('p', { class: 'system' }, `LLM completion log ${String(event.filename ?? '')} (${String(event.model_name ?? '')})`, meta(stored));
+      return h('p', { class: 'system' }, `LLM call ${String(event.model_name ?? '')}`, usageChip(rows.usageOf(responseIdOfLog(event.log_data))), meta(stored, rows));
     default:
-      return h('details', { class: 'system-prompt' }, h('summary', null, event.kind, meta(stored)), h('pre', { class: 'output', tabindex: 0 }, stringify(event)));
+      return h('div', { class: 'unknown' }, rawJson(`Unknown event ${String(event.kind)}`, event), meta(stored, rows));
   }
+}
+
+
+function responseIdOfLog(logData: unknown): string | undefined {
+  const match = typeof logData === 'string' ? /"id":\s*"([^"]{1,200})"/.exec(logData.slice(logData.indexOf('"response"'))) : null;
+  return match?.[1];
 }
 
 const RISKS = new Set(['LOW', 'MEDIUM', 'HIGH', 'UNKNOWN']);
 
-function actionCard(stored: StoredEvent, results: StoredEvent[]): HTMLElement {
+/**
+ * An action as its family draws it (file edit, terminal, …) with its results under it; the header
+ * says how long it took (until its first result) and what its LLM response cost. An action class
+ * no family knows is shown as folded raw JSON.
+ */
+function actionCard(stored: StoredEvent, results: StoredEvent[], rows: ConversationRows): HTMLElement {
   const event = stored.event as AnyEvent & Record<string, unknown>;
-  const action = (event.action ?? {}) as Record<string, unknown>;
-  const risk = typeof event.security_risk === 'string' && RISKS.has(event.security_risk) ? event.security_risk : null;
-  const summary = typeof event.summary === 'string' && event.summary ? event.summary : String(action.kind ?? 'Action');
-  let detail: HTMLElement;
-  if (typeof action.command === 'string') detail = h('pre', { class: 'command', tabindex: 0 }, h('span', { class: 'prompt', 'aria-hidden': 'true' }, '$ '), action.command);
-  else if (typeof action.path === 'string') detail = h('p', { class: 'path' }, `${String(action.command ?? action.kind ?? '')} `, h('code', null, action.path));
-  else detail = argumentsBlock(withoutKind(action) ?? field(event, 'tool_call'));
+  const action = (event.action ?? {}) as Fields;
+  const tool = String(event.tool_name ?? '');
+  const family = familyOfAction(action, tool);
+  const firstObservation = results.find((result) => result.event.kind === 'ObservationEvent');
+  const observation = firstObservation ? ((field(firstObservation.event, 'observation') ?? {}) as Fields) : undefined;
+  const parts = family?.action(action, observation);
+  const risk = typeof event.security_risk === 'string' && RISKS.has(event.security_risk) && event.security_risk !== 'UNKNOWN' ? event.security_risk : null;
+  const summary = typeof event.summary === 'string' && event.summary ? event.summary : (parts?.summary ?? String(action.kind ?? 'Action'));
+  const took = results.length ? eventTime(results[0]!).ms - eventTime(stored).ms : undefined;
   const thought = textOf(event.thought);
+  const isError = results.some((result) => result.event.kind === 'ObservationEvent' && failed((field(result.event, 'observation') ?? {}) as Fields));
   return h(
     'article',
-    { class: 'card action' },
-    h('header', null, h('span', { class: 'tool' }, String(event.tool_name ?? 'tool')), h('span', { class: 'summary' }, summary), risk ? h('span', { class: 'risk', 'data-risk': risk }, `${risk.toLowerCase()} risk`) : null, meta(stored)),
+    { class: `card action${isError ? ' failed' : ''}`, 'data-card': family?.name ?? 'raw', 'data-action': String(action.kind ?? '') },
+    h(
+      'header',
+      null,
+      h('span', { class: 'tool' }, tool || 'tool'),
+      h('span', { class: 'summary' }, summary),
+      risk ? h('span', { class: 'risk', 'data-risk': risk }, `${risk.toLowerCase()} risk`) : null,
+      took !== undefined && Number.isFinite(took) ? h('span', { class: 'took', title: 'From the action to its first result' }, `took ${duration(took)}`) : null,
+      usageChip(rows.usageOf(event.llm_response_id)),
+      meta(stored, rows),
+    ),
     thought ? h('div', { class: 'text thought' }, renderMarkdown(thought)) : null,
     reasoningOf(event),
-    detail,
-    results.length ? results.map(result) : h('p', { class: 'hint waiting' }, 'No result yet'),
+    parts ? parts.body : rawJson(`Unknown action ${String(action.kind ?? '')} (tool ${tool || 'unnamed'})`, action),
+    results.length ? results.map((stored) => result(stored, action)) : h('p', { class: 'hint waiting' }, 'No result yet'),
   );
 }
 
-function withoutKind(action: Record<string, unknown>): Record<string, unknown> | undefined {
-  const { kind: _kind, ...rest } = action;
-  return Object.keys(rest).length ? rest : undefined;
-}
-
-function argumentsBlock(value: unknown): HTMLElement {
-  let shown = value;
-  if (typeof value === 'object' && value && 'arguments' in value && typeof (value as { arguments: unknown }).arguments === 'string') {
-    try {
-      shown = JSON.parse((value as { arguments: string }).arguments);
-    } catch {
-      shown = (value as { arguments: string }).arguments;
-    }
-  }
-  return h('pre', { class: 'arguments', tabindex: 0 }, stringify(shown));
-}
-
-/** An observation or rejection under its action. */
-function result(stored: StoredEvent): HTMLElement {
+/** An observation or rejection under its action, drawn by the observation's family. */
+function result(stored: StoredEvent, action: Fields | undefined): HTMLElement {
   const event = stored.event as AnyEvent & Record<string, unknown>;
   if (event.kind === 'UserRejectObservation') {
-    return h('div', { class: 'result rejected' }, h('p', null, h('strong', null, 'Rejected'), ` by ${String(event.rejection_source ?? 'user')}: `, String(event.rejection_reason ?? '')));
+    return h('div', { class: 'result rejected', 'data-card': 'rejection' }, h('p', null, h('strong', null, '⊘ Rejected'), ` by ${String(event.rejection_source ?? 'user')}: `, String(event.rejection_reason ?? '')));
   }
-  const observation = (event.observation ?? {}) as Record<string, unknown>;
-  const isError = Boolean(observation.is_error) || (typeof observation.exit_code === 'number' && observation.exit_code !== 0 && observation.exit_code !== -1);
-  const label = typeof observation.exit_code === 'number' ? `exit ${observation.exit_code}` : isError ? 'error' : 'output';
-  return h('div', { class: `result${isError ? ' failed' : ''}` }, output(textOf(observation.content) || stringify(withoutKind(observation)), isError, label));
+  const observation = (event.observation ?? {}) as Fields;
+  const family = familyOfObservation(observation);
+  const parts = family ? family.observation(observation, action) : [rawJson(`Unknown observation ${String(observation.kind ?? '')}`, observation)];
+  return h('div', { class: `result${failed(observation) ? ' failed' : ''}`, 'data-card': family?.name ?? 'raw', 'data-observation': String(observation.kind ?? '') }, parts);
 }
 
-/** Terminal-like output: monospace, long output folded, errors marked. */
-function output(text: string, isError: boolean, label = isError ? 'error' : 'output'): HTMLElement {
-  const block = h('div', { class: `output-block${isError ? ' failed' : ''}` });
-  block.append(h('p', { class: 'output-label' }, isError ? h('span', { class: 'bad' }, `✕ ${label}`) : label));
-  const limited = text.length > OUTPUT_LIMIT ? text.slice(0, OUTPUT_LIMIT) : text;
-  const pre = h('pre', { class: 'output', tabindex: 0 }, limited);
-  let lines = 1;
-  for (let i = limited.indexOf('\n'); i >= 0 && lines <= FOLD_LINES; i = limited.indexOf('\n', i + 1)) lines++;
-  if (lines > FOLD_LINES) {
-    pre.classList.add('folded-output');
-    const toggle = h('button', { type: 'button', class: 'btn small', 'aria-expanded': 'false' }, 'Show all output');
-    toggle.addEventListener('click', () => {
-      const folded = pre.classList.toggle('folded-output');
-      toggle.setAttribute('aria-expanded', String(!folded));
-      toggle.textContent = folded ? 'Show all output' : 'Fold output';
-    });
-    block.append(pre, toggle);
-  } else block.append(pre);
-  if (limited.length < text.length) {
-    const more = h('button', { type: 'button', class: 'btn small' }, `Show the whole output (${sizeOf(text.length)})`);
-    more.addEventListener('click', () => {
-      pre.textContent = text;
-      more.remove();
-    });
-    block.append(more);
-  }
-  return block;
-}
-
-function errorCard(stored: StoredEvent, title: string, detail: string): HTMLElement {
-  return h('article', { class: 'card error' }, h('header', null, h('span', { class: 'bad' }, '✕ '), h('span', { class: 'summary' }, title), meta(stored)), h('pre', { class: 'output', tabindex: 0 }, detail));
-}
-
-function stringify(value: unknown): string {
-  if (value === undefined || value === null) return '';
-  if (typeof value === 'string') return value;
-  return JSON.stringify(value, null, 2);
+function errorCard(stored: StoredEvent, rows: ConversationRows, title: string, detail: string): HTMLElement {
+  return h('article', { class: 'card error', 'data-card': 'error' }, h('header', null, h('span', { class: 'bad' }, '✕ '), h('span', { class: 'summary' }, title), meta(stored, rows)), h('pre', { class: 'output', tabindex: 0 }, detail));
 }

@@ -82,6 +82,33 @@ export class VirtualList<T extends Keyed> {
     return this.items.find((item) => item.key === key);
   }
 
+  /** The rows, in order (for moving between them). */
+  keys(): string[] {
+    return this.items.map((item) => item.key);
+  }
+
+  /** Scrolls row `key` to the top of the view and returns its element (rendered by then). */
+  scrollToKey(key: string): HTMLElement | undefined {
+    const index = this.items.findIndex((item) => item.key === key);
+    if (index < 0) return undefined;
+    this.atBottom = false;
+    this.element.scrollTop = this.offsets()[index]!;
+    this.render();
+    // Heights measured while rendering may have moved the row: place it once more.
+    this.element.scrollTop = this.offsets()[index]!;
+    this.render();
+    this.captureAnchor();
+    return this.rendered.get(key);
+  }
+
+  /** The key of the first row at or below the top of the view. */
+  firstVisibleKey(): string | undefined {
+    const offsets = this.offsets();
+    const top = this.element.scrollTop;
+    for (let i = 0; i < this.items.length; i++) if (offsets[i + 1]! > top + 4) return this.items[i]!.key;
+    return undefined;
+  }
+
   /** Shows the end of the list and keeps following it. */
   scrollToBottom(): void {
     this.atBottom = true;
