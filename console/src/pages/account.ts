@@ -1,5 +1,5 @@
 import { api, describeError, type Schemas } from '../api.ts';
-import { badge, h, notice, replace, time, usd } from '../dom.ts';
+import { badge, h, money, notice, replace, time } from '../dom.ts';
 import type { Page } from '../main.ts';
 import { showKeys } from './keys.ts';
 import { showSpend } from './spend.ts';
@@ -47,12 +47,12 @@ async function showCredits(section: HTMLElement): Promise<void> {
   replace(
     section,
     h('h2', { id: 'credits-title' }, 'Credits'),
-    h('p', { class: 'balance' }, h('span', { class: 'hint' }, 'Balance'), h('strong', { id: 'balance', class: data.overdrawn ? 'bad' : null }, usd(data.balance_usd))),
+    h('p', { class: 'balance' }, h('span', { class: 'hint' }, 'Balance'), h('strong', { id: 'balance', class: data.overdrawn ? 'bad' : null }, money(data.balance_usd, data.balance_micro_usd))),
     h(
       'dl',
       { class: 'facts' },
-      h('div', null, h('dt', null, 'Bought'), h('dd', { id: 'purchased' }, usd(data.purchased_usd))),
-      h('div', null, h('dt', null, 'Spent by your agents'), h('dd', { id: 'spent' }, usd(data.spent_usd, 2))),
+      h('div', null, h('dt', null, 'Bought'), h('dd', { id: 'purchased' }, money(data.purchased_usd, data.purchased_micro_usd))),
+      h('div', null, h('dt', null, 'Spent by your agents'), h('dd', { id: 'spent' }, money(data.spent_usd, data.spent_micro_usd))),
     ),
     data.overdrawn ? notice('Your balance is below zero: buy credits to keep your agents running.', 'error') : null,
     buy,
@@ -79,7 +79,7 @@ function sessionsTable(sessions: Schemas['CheckoutSessionSummary'][]): HTMLEleme
             'tr',
             null,
             h('td', null, session.status === 'pending' ? h('a', { href: `/billing/checkout/${session.id}` }, time(session.created_at)) : time(session.created_at)),
-            h('td', { class: 'num' }, `${session.amount_usd} USD`),
+            h('td', { class: 'num' }, money(session.amount_usd)),
             h('td', null, badge(session.status)),
           ),
         ),

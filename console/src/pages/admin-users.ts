@@ -1,10 +1,11 @@
 import { api, describeError, type Schemas } from '../api.ts';
-import { badge, h, notice, replace, time } from '../dom.ts';
+import { confirmedAction } from '../confirm.ts';
+import { badge, copyButton, h, notice, replace, time } from '../dom.ts';
 
 type AdminUser = Schemas['AdminUser'];
 const PAGE = 25;
 
-/** Users: search by e-mail, create, suspend/resume, make or stop being super admin. */
+/** Users: search by e-mail, create, issue a first key, suspend/resume, make or stop being super admin. */
 export async function showUsers(section: HTMLElement, query = '', offset = 0): Promise<void> {
   const title = h('h2', { id: 'users-title' }, 'Users');
   const { data, error, response } = await api.GET('/api/admin/users', { params: { query: { ...(query ? { q: query } : {}), limit: PAGE, offset } } });
@@ -23,30 +24,54 @@ export async function showUsers(section: HTMLElement, query = '', offset = 0): P
     const result = await api.POST('/api/admin/users', { body: { email: email.value } });
     if (!result.data) return replace(message, notice(describeError(result.error, result.response.status), 'error'));
     await showUsers(section, query, offset);
-    replace(section.querySelector('[aria-live]')!, notice(`Created ${result.data.email}. Issue their first key with: npm run admin -- create-token --email ${result.data.email}`));
+    replace(section.querySelector('[aria-live]')!, notice(`Created ${result.data.email}. Use “Issue first key” in their row to give them an access token.`));
   });
   const act = async (call: Promise<{ response: Response; error?: unknown }>) => {
     const { response: answer, error: problem } = await call;
     if (!answer.ok) return replace(message, notice(describeError(problem, answer.status), 'error'));
     void showUsers(section, query, offset);
   };
+  /** Acts, then shows the list again; on failure, returns the sentence shown beside the button. */
+  const confirmedCall = async (call: Promise<{ response: Response; error?: unknown }>): Promise<string | undefined> => {
+    const { response: answer, error: problem } = await call;
+    if (!answer.ok) return describeError(problem, answer.status);
+    void showUsers(section, query, offset);
+    return undefined;
+  };
+  const issueKey = async (user: AdminUser, button: HTMLButtonElement) => {
+    button.disabled = true;
+    const result = await api.POST('/api/admin/users/{user_id}/keys', { params: { path: { user_id: user.user_id } }, body: { kind: 'access_token', name: 'console sign-in' } });
+    button.disabled = false;
+    if (!result.data) return replace(message, notice(describeError(result.error, result.response.status), 'error'));
+    replace(
+      message,
+      h(
+        'div',
+        { class: 'notice info secret-box', role: 'status' },
+        h('p', null, h('strong', null, `Access token for ${user.email}.`), ' Give it to them now, over a private channel: it is shown only this once. They sign in with it here.'),
+        h('div', { class: 'secret' }, h('code', { id: 'user-key-secret', tabindex: -1 }, result.data.secret), copyButton(result.data.secret)),
+      ),
+    );
+    message.querySelector<HTMLElement>('#user-key-secret')?.focus();
+  };
   const rows = data.items.map((user: AdminUser) => {
     const path = { params: { path: { user_id: user.user_id } } };
     return h(
       'tr',
       null,
-      h('td', null, h('span', { class: 'strong' }, user.email), h('br'), h('span', { class: 'hint' }, user.user_id)),
-      h('td', null, user.suspended ? badge('suspended') : badge('active'), user.is_super_admin ? [' ', badge('super_admin')] : null),
-      h('td', { class: 'num' }, `${user.active_access_tokens} / ${user.active_session_api_keys}`),
-      h('td', null, time(user.last_used_at)),
+      h('td', { 'data-label': 'User' }, h('span', { class: 'strong', title: user.user_id }, user.email)),
+      h('td', { 'data-label': 'State' }, user.suspended ? badge('suspended') : badge('active'), user.is_super_admin ? [' ', badge('super_admin')] : null),
+      h('td', { class: 'num', 'data-label': 'Tokens / keys' }, `${user.active_access_tokens} / ${user.active_session_api_keys}`),
+      h('td', { 'data-label': 'Last used' }, time(user.last_used_at)),
       h(
         'td',
         { class: 'actions' },
+        user.active_access_tokens === 0 && !user.suspended ? h('button', { type: 'button', class: 'btn small', onclick: (event: Event) => void issueKey(user, event.currentTarget as HTMLButtonElement) }, 'Issue first key', h('span', { class: 'visually-hidden' }, ` for ${user.email}`)) : null,
         user.suspended
           ? h('button', { type: 'button', class: 'btn small', onclick: () => void act(api.POST('/api/admin/users/{user_id}/resume', path)) }, 'Resume', h('span', { class: 'visually-hidden' }, ` ${user.email}`))
-          : h('button', { type: 'button', class: 'btn small danger', onclick: () => void act(api.POST('/api/admin/users/{user_id}/suspend', path)) }, 'Suspend', h('span', { class: 'visually-hidden' }, ` ${user.email}`)),
+          : confirmedAction({ label: 'Suspend', confirm: 'Confirm suspend', target: user.email, act: () => confirmedCall(api.POST('/api/admin/users/{user_id}/suspend', path)) }),
         user.is_super_admin
-          ? h('button', { type: 'button', class: 'btn small', onclick: () => void act(api.DELETE('/api/admin/super-admins/{user_id}', path)) }, 'Remove super admin', h('span', { class: 'visually-hidden' }, ` ${user.email}`))
+          ? confirmedAction({ label: 'Remove super admin', confirm: 'Confirm removal', target: user.email, act: () => confirmedCall(api.DELETE('/api/admin/super-admins/{user_id}', path)) })
           : h('button', { type: 'button', class: 'btn small', onclick: () => void act(api.POST('/api/admin/super-admins', { body: { user_id: user.user_id } })) }, 'Make super admin', h('span', { class: 'visually-hidden' }, ` ${user.email}`)),
       ),
     );
@@ -68,7 +93,7 @@ export async function showUsers(section: HTMLElement, query = '', offset = 0): P
           { class: 'table-wrap' },
           h(
             'table',
-            { class: 'list compact', id: 'users' },
+            { class: 'list compact stacked', id: 'users' },
             h('caption', { class: 'visually-hidden' }, 'Users'),
             h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'User'), h('th', { scope: 'col' }, 'State'), h('th', { scope: 'col', class: 'num' }, 'Tokens / keys'), h('th', { scope: 'col' }, 'Last used'), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')))),
             h('tbody', null, rows),

@@ -1,5 +1,6 @@
 import { api, describeError, type Schemas } from '../api.ts';
-import { badge, h, notice, replace, time } from '../dom.ts';
+import { confirmedAction } from '../confirm.ts';
+import { badge, h, notice, replace } from '../dom.ts';
 import type { Page } from '../main.ts';
 import { showUsers } from './admin-users.ts';
 import { showAuditLog } from './audit.ts';
@@ -58,7 +59,7 @@ function modelTable(models: Schemas['VerifiedModel'][], reload: () => void, mess
     { class: 'table-wrap' },
     h(
       'table',
-      { class: 'list compact' },
+      { class: 'list compact stacked' },
       h('caption', { class: 'visually-hidden' }, 'Verified models'),
       h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Provider'), h('th', { scope: 'col' }, 'Model'), h('th', { scope: 'col' }, 'State'), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')))),
       h(
@@ -92,10 +93,11 @@ async function showSuperAdmins(section: HTMLElement): Promise<void> {
     if (!result.data) return replace(message, notice(describeError(result.error, result.response.status), 'error'));
     void showSuperAdmins(section);
   });
-  const revoke = async (admin: Schemas['SuperAdmin']) => {
+  const revoke = async (admin: Schemas['SuperAdmin']): Promise<string | undefined> => {
     const result = await api.DELETE('/api/admin/super-admins/{user_id}', { params: { path: { user_id: admin.user_id } } });
-    if (!result.response.ok) return replace(message, notice(describeError(result.error, result.response.status), 'error'));
+    if (!result.response.ok) return describeError(result.error, result.response.status);
     void showSuperAdmins(section);
+    return undefined;
   };
   replace(
     section,
@@ -104,7 +106,7 @@ async function showSuperAdmins(section: HTMLElement): Promise<void> {
       'ul',
       { class: 'plain-list' },
       data.super_admins.map((admin) =>
-        h('li', { class: 'section-head' }, h('span', null, h('strong', null, admin.email), ' ', h('span', { class: 'hint' }, admin.user_id)), h('button', { type: 'button', class: 'btn small', onclick: () => void revoke(admin) }, 'Revoke', h('span', { class: 'visually-hidden' }, ` ${admin.email}`))),
+        h('li', { class: 'section-head' }, h('strong', null, admin.email), confirmedAction({ label: 'Revoke', confirm: 'Confirm revoke', target: admin.email, act: () => revoke(admin) })),
       ),
     ),
     form,

@@ -1,5 +1,5 @@
 import { api, describeError, type Schemas } from '../api.ts';
-import { badge, h, notice, relative, replace, usd } from '../dom.ts';
+import { badge, h, money, notice, relative, replace } from '../dom.ts';
 import type { Page } from '../main.ts';
 import { replaceQuery } from '../router.ts';
 
@@ -110,7 +110,7 @@ function row(conversation: Conversation): HTMLElement {
     h('td', { class: 'title' }, h('a', { href: `#/conversations/${conversation.id}` }, title)),
     h('td', null, badge(conversation.execution_status)),
     h('td', { class: 'num' }, conversation.event_count.toLocaleString(), h('span', { class: 'unit' }, conversation.event_count === 1 ? ' event' : ' events')),
-    h('td', { class: 'num' }, usd(conversation.accumulated_cost_usd)),
+    h('td', { class: 'num' }, money(conversation.accumulated_cost_usd, conversation.accumulated_cost_micro_usd)),
     h('td', null, relative(conversation.last_event_at ?? conversation.updated_at)),
   );
 }

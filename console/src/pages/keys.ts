@@ -74,7 +74,7 @@ function keyTable(keys: Key[], section: HTMLElement, message: HTMLElement): HTML
     { class: 'table-wrap' },
     h(
       'table',
-      { class: 'list compact', id: 'keys' },
+      { class: 'list compact stacked', id: 'keys' },
       h('caption', { class: 'visually-hidden' }, 'Your keys'),
       h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Kind'), h('th', { scope: 'col' }, 'Last used'), h('th', { scope: 'col' }, 'Expires'), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')))),
       h(
@@ -86,11 +86,11 @@ function keyTable(keys: Key[], section: HTMLElement, message: HTMLElement): HTML
           return h(
             'tr',
             null,
-            h('td', null, key.name ?? '–', key.prefix ? h('span', { class: 'hint' }, ` ${key.prefix}…`) : null),
-            h('td', null, key.kind === 'access_token' ? 'Access token' : 'Session API key'),
-            h('td', null, time(key.last_used_at)),
-            h('td', null, key.expires_at ? time(key.expires_at) : 'Never'),
-            h('td', null, button),
+            h('td', { 'data-label': 'Name' }, key.name ?? '–', key.prefix ? h('span', { class: 'hint' }, ` ${key.prefix}…`) : null),
+            h('td', { 'data-label': 'Kind' }, key.kind === 'access_token' ? 'Access token' : 'Session API key'),
+            h('td', { 'data-label': 'Last used' }, time(key.last_used_at)),
+            h('td', { 'data-label': 'Expires' }, key.expires_at ? time(key.expires_at) : 'Never'),
+            h('td', { class: 'actions' }, button),
           );
         }),
       ),

@@ -16,7 +16,7 @@ export const signInPage: Page = (main) => {
     message,
     h('label', { for: 'token' }, 'Access token'),
     input,
-    h('p', { id: 'token-help', class: 'hint' }, 'Paste the access token an administrator issued you (', h('code', null, 'npm run admin -- create-token --email you@example.com'), '). It stays in this tab only and is forgotten when you sign out or close the tab.'),
+    h('p', { id: 'token-help', class: 'hint' }, 'Paste the access token your administrator gave you. It stays in this tab only and is forgotten when you sign out or close the tab. No token yet? Ask your administrator for one.'),
     button,
   );
   form.addEventListener('submit', async (event) => {

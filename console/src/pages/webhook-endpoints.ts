@@ -64,7 +64,7 @@ export async function showWebhookEndpoints(section: HTMLElement, created?: Schem
           { class: 'table-wrap' },
           h(
             'table',
-            { class: 'list compact', id: 'endpoints' },
+            { class: 'list compact stacked', id: 'endpoints' },
             h('caption', { class: 'visually-hidden' }, 'Webhook endpoints'),
             h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'URL'), h('th', { scope: 'col' }, 'State'), h('th', { scope: 'col' }, 'Added'), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')))),
             h('tbody', null, data.items.map(row)),
