@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { expect } from 'chai';
+import { parse } from 'yaml';
 import type { Browser, Page } from 'playwright-core';
 import { buildConsole } from '../../src/console/bundle.ts';
 import { liveStreamsOf } from '../../src/live/live-streams.ts';
@@ -19,6 +20,26 @@ import { webhookPath } from '../helpers/webhook.ts';
 
 const require = createRequire(import.meta.url);
 const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+/** One event of each SDK class, as the agent-server sends them (see fixtures/agent-server/generator). */
+const SDK_EVENTS = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'agent-server', 'events.json'), 'utf8')) as Record<string, unknown>[];
+/**
+ * The card each action and observation class of the fixtures is drawn as. A class missing here (a
+ * new SDK class in regenerated fixtures) fails the test instead of silently becoming raw JSON.
+ */
+const CARD_OF_CLASS: Record<string, string> = {
+  TerminalAction: 'terminal',
+  TerminalObservation: 'terminal',
+  FileEditorAction: 'file-edit',
+  FileEditorObservation: 'file-edit',
+  ConsultTomAction: 'tool-call',
+  ClientAction_open_url: 'tool-call',
+  FinishAction: 'finish',
+  FinishObservation: 'finish',
+};
+/** Every action class the contract lists (`ActionKind`): each must have a card of its own. */
+const ACTION_KINDS = (parse(fs.readFileSync(path.join(import.meta.dirname, '..', 'spec', 'openapi.yaml'), 'utf8')) as { components: { schemas: { ActionKind: { enum: string[] } } } }).components.schemas.ActionKind.enum;
+/** A 1×1 PNG, as a browser tool's screenshot. */
+const PIXEL_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 /** Screenshots for people to look at (ignored by git). */
 const SCREENSHOTS = path.join(import.meta.dirname, '..', '..', 'test-results', 'screenshots');
 
@@ -105,6 +126,26 @@ describe('console in a browser (headless Chromium)', function () {
     });
     expect(violations).to.deep.equal([]);
   }
+
+  /** The page is exactly as wide as a 375 px viewport (nothing overflows sideways), and passes axe there. */
+  async function expectFitsPhone(): Promise<void> {
+    await page.setViewportSize({ width: 375, height: 760 });
+    await page.waitForTimeout(150);
+    const widths = await page.evaluate(() => ({ document: document.documentElement.scrollWidth, viewport: window.innerWidth, body: document.body.scrollWidth }));
+    expect(widths.document, `document width at 375 px (${page.url()})`).to.equal(widths.viewport);
+    expect(widths.body).to.be.at.most(widths.viewport);
+    await expectAccessible();
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
+
+  /** An action and its observation, for the viewer's cards. */
+  function step(tool: string, action: Record<string, unknown>, observation?: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown>[] {
+    const id = randomUUID();
+    const actionEvent = minimalEvent('ActionEvent', { id, tool_name: tool, action, summary: null, security_risk: 'UNKNOWN', llm_response_id: `resp-${id}`, ...extra });
+    if (!observation) return [actionEvent];
+    return [actionEvent, minimalEvent('ObservationEvent', { id: randomUUID(), action_id: id, tool_name: tool, observation })];
+  }
+  const text = (value: string) => [{ type: 'text', text: value }];
 
   /** Screenshots at 1280 and 375 px wide, in light and dark. */
   async function photograph(name: string): Promise<void> {
@@ -241,6 +282,212 @@ describe('console in a browser (headless Chromium)', function () {
     await page.locator('.connection[data-state="live"]').waitFor();
     await expectAccessible();
     await photograph('conversation');
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('draws a specific card for every action and observation class of the agent-server fixtures', async () => {
+    const conversationId = randomUUID();
+    await post(conversationId, SDK_EVENTS);
+    await titled(conversationId, 'Every SDK class', 'finished', 0.0012);
+    await page.setViewportSize({ width: 1280, height: 6000 });
+    await signIn(user.accessToken, `#/conversations/${conversationId}`);
+    await page.locator('.row[data-kind="ServerErrorEvent"]').waitFor();
+    const classes = SDK_EVENTS.flatMap((event) => {
+      const inner = (event.action ?? event.observation) as { kind?: string } | undefined;
+      return inner?.kind ? [{ kind: inner.kind, side: event.action ? 'action' : 'observation' }] : [];
+    });
+    expect(classes.length).to.be.at.least(8);
+    for (const { kind, side } of classes) {
+      expect(CARD_OF_CLASS, `a card for ${kind}`).to.have.property(kind);
+      const card = page.locator(`[data-${side}="${kind}"]`);
+      expect(await card.count(), `${kind} is drawn`).to.equal(1);
+      expect(await card.getAttribute('data-card'), `${kind}'s card`).to.equal(CARD_OF_CLASS[kind]);
+    }
+    expect(await page.locator('[data-card="raw"]').count(), 'classes drawn as raw JSON').to.equal(0);
+    // The str_replace as a diff, numbered from the file the observation carries; signs beside colours.
+    const edit = page.locator('[data-action="FileEditorAction"]');
+    expect(await edit.locator('.file-path').textContent()).to.equal('/workspace/a.py');
+    expect(await edit.locator('.diff-line.del .diff-text').allTextContents()).to.deep.equal(['x = 1']);
+    expect(await edit.locator('.diff-line.add .diff-text').allTextContents()).to.deep.equal(['x = 2']);
+    expect(await edit.locator('.diff-line.del .sign').textContent()).to.match(/^−/);
+    expect(await edit.locator('.diff-line.add .sign').textContent()).to.match(/^\+/);
+    expect(await edit.locator('.diff-line.add .ln').allTextContents()).to.deep.equal(['', '1']);
+    // The terminal: command, exit code, how long it took (its timestamps are one second apart).
+    const terminal = page.locator('[data-action="TerminalAction"]');
+    expect(await terminal.locator('.command').textContent()).to.equal('$ printf "a\\0b"');
+    expect(await terminal.locator('.exit').textContent()).to.include('exit 0');
+    expect(await terminal.locator('.took').textContent()).to.equal('took 1.0 s');
+    // Its LLM response's cost, from the completion log.
+    expect(await terminal.locator('.usage').textContent()).to.include('$0.0012');
+    // Finish: the message once, as Markdown, not JSON.
+    const finish = page.locator('[data-action="FinishAction"]');
+    expect(await finish.locator('.note-text').textContent()).to.equal('done');
+    expect((await finish.textContent())!.match(/done/g)).to.have.length(1);
+    expect(await page.locator('.scroller').textContent()).to.not.include('"kind"');
+    // Times are the events' own, not when they were received.
+    const first = page.locator('.row[data-kind="MessageEvent"] time').first();
+    expect(await first.getAttribute('datetime')).to.equal('2026-11-23T18:00:01.001Z');
+    expect(await first.getAttribute('data-source')).to.equal('agent');
+    expect(await page.locator('[data-card="condensation"]').textContent()).to.include('1 earlier event');
+    expect(await page.locator('[data-card="rejection"]').textContent()).to.include('Blocked by hook');
+    expect(await page.locator('[data-card="hook"]').textContent()).to.include('blocked');
+    expect(await page.locator('[data-card="error"]').count()).to.equal(3);
+    // The header: the duration of the run from the first event to the last.
+    expect(await page.textContent('#run-duration')).to.equal('26 s');
+    expect(await page.locator('.outline-entry').count()).to.equal(6);
+    await expectAccessible();
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await photograph('viewer-sdk-classes');
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('draws every action class of the contract and the other tool families from their own fields; an unknown class is folded raw JSON, as text', async () => {
+    const conversationId = randomUUID();
+    const longDiff = Array.from({ length: 100 }, (_, i) => `line ${i}`).join('\n');
+    await post(conversationId, [
+      ...step('think', { kind: 'ThinkAction', thought: 'First **plan**, then act.' }, { kind: 'ThinkObservation', content: text('Your thought has been logged.') }),
+      ...step('task_tracker', { kind: 'TaskTrackerAction', command: 'plan', task_list: [{ title: 'Write tests', notes: '', status: 'done' }, { title: 'Ship', notes: 'after review', status: 'in_progress' }, { title: 'Celebrate', notes: '', status: 'todo' }] }, { kind: 'TaskTrackerObservation', content: text('Task list updated'), command: 'plan', task_list: [] }),
+      ...step('browser_navigate', { kind: 'BrowserNavigateAction', url: 'https://example.com/docs', new_tab: false }, { kind: 'BrowserObservation', content: text('Example Domain'), screenshot_data: PIXEL_PNG }),
+      ...step('fetch_weather', { kind: 'MCPToolAction', data: { city: 'Lisbon', days: 3 } }, { kind: 'MCPToolObservation', content: text('sunny'), is_error: false, tool_name: 'fetch_weather' }),
+      ...step('delegate', { kind: 'DelegateAction', command: 'spawn', ids: ['researcher'] }, { kind: 'DelegateObservation', content: text('spawned researcher') }),
+      ...step('apply_patch', { kind: 'ApplyPatchAction', patch: '*** Begin Patch\n*** Update File: src/app.ts\n@@ function main\n   keep()\n-  old()\n+  renewed()\n*** End Patch' }, { kind: 'ApplyPatchObservation', content: text('Done!') }),
+      ...step('file_editor', { kind: 'FileEditorAction', command: 'create', path: '/w/NEW.md', file_text: '# Title\nbody\n' }, { kind: 'FileEditorObservation', content: text('File created'), command: 'create', path: '/w/NEW.md', prev_exist: false, old_content: null, new_content: '# Title\nbody\n' }),
+      ...step('file_editor', { kind: 'FileEditorAction', command: 'insert', path: '/w/a.py', insert_line: 10, new_str: 'x = 1\ny = 2' }),
+      ...step('file_editor', { kind: 'FileEditorAction', command: 'view', path: '/w/a.py', view_range: [5, 20] }),
+      ...step('file_editor', { kind: 'FileEditorAction', command: 'str_replace', path: '/w/long.txt', old_str: longDiff, new_str: longDiff.replaceAll('line', 'row') }),
+      ...step('terminal', { kind: 'TerminalAction', command: 'seq 40', is_input: false, timeout: null, reset: false }, { kind: 'TerminalObservation', content: text(Array.from({ length: 40 }, (_, i) => String(i + 1)).join('\n')), exit_code: 0, is_error: false, timeout: false }),
+      // Every action class the contract lists, with an observation of the matching name.
+      ...ACTION_KINDS.flatMap((kind) => step(`tool_${kind}`, { kind }, { kind: kind.replace(/Action$/, 'Observation'), content: text(`${kind} result`) })),
+      // An observation class from a newer SDK (observations are stored whatever their kind).
+      ...step('quantum', { kind: 'TerminalAction', command: 'qsim' }, { kind: 'QuantumObservation', qubits: '<b>two</b>' }),
+      minimalEvent('MessageEvent', { id: randomUUID(), source: 'user', timestamp: 'not a date', llm_message: { role: 'user', content: text('no time of its own') } }),
+    ]);
+    // Tall enough for every row to be rendered at once.
+    await page.setViewportSize({ width: 1280, height: 20_000 });
+    await signIn(user.accessToken, `#/conversations/${conversationId}`);
+    await page.locator('.row', { hasText: 'no time of its own' }).waitFor();
+    for (const kind of ACTION_KINDS) {
+      const card = page.locator(`.card[data-action="${kind}"]`, { has: page.locator('.tool', { hasText: `tool_${kind}` }) });
+      expect(await card.getAttribute('data-card'), `${kind}'s card`).to.not.equal('raw');
+      expect(await card.locator('.result').getAttribute('data-card'), `${kind}'s observation`).to.not.equal('raw');
+    }
+    expect(await page.locator('.card[data-card="think"]').first().locator('.note-text strong').textContent()).to.equal('plan');
+    expect(await page.locator('.card[data-card="think"]').first().textContent()).to.not.include('logged');
+    expect(await page.locator('.card[data-card="task-tracker"]').first().locator('.task-title').allTextContents()).to.deep.equal(['Write tests', 'Ship', 'Celebrate']);
+    expect(await page.locator('.card[data-card="task-tracker"]').first().locator('.task-state').allTextContents()).to.deep.equal(['done', 'in progress', 'to do']);
+    const browserCard = page.locator('[data-card="browser"]').first();
+    expect(await browserCard.locator('a[href="https://example.com/docs"]').count()).to.equal(1);
+    expect(await browserCard.locator('img.screenshot').evaluate((image: HTMLImageElement) => image.decode().then(() => image.naturalWidth))).to.equal(1);
+    const mcp = page.locator('[data-action="MCPToolAction"]').first();
+    expect(await mcp.locator('.tool').textContent()).to.equal('fetch_weather');
+    expect(await mcp.locator('table.args th').allTextContents()).to.deep.equal(['city', 'days']);
+    expect(await mcp.locator('table.args td').allTextContents()).to.deep.equal(['Lisbon', '3']);
+    expect(await mcp.locator('.result .output').textContent()).to.equal('sunny');
+    expect(await page.locator('[data-action="DelegateAction"]').first().locator('table.args').textContent()).to.include('researcher');
+    const patch = page.locator('[data-action="ApplyPatchAction"]').first();
+    expect(await patch.locator('.file-path').textContent()).to.equal('src/app.ts');
+    expect(await patch.locator('.diff-line.del .diff-text').allTextContents()).to.deep.equal(['  old()']);
+    expect(await patch.locator('.diff-line.add .diff-text').allTextContents()).to.deep.equal(['  renewed()']);
+    const created = page.locator('[data-action="FileEditorAction"]', { hasText: 'NEW.md' });
+    expect(await created.locator('.diff-line.add .diff-text').allTextContents()).to.deep.equal(['# Title', 'body']);
+    const inserted = page.locator('[data-action="FileEditorAction"]', { hasText: 'Insert into' });
+    expect(await inserted.locator('.diff-line.add .ln:nth-child(2)').allTextContents()).to.deep.equal(['11', '12']);
+    expect(await page.locator('[data-action="FileEditorAction"]', { hasText: 'lines 5–20' }).locator('.path').textContent()).to.include('lines 5–20');
+    // A long diff is folded; the rest is one click away.
+    const long = page.locator('[data-action="FileEditorAction"]', { hasText: 'long.txt' });
+    expect(await long.locator('.diff-line').count()).to.equal(40);
+    await long.locator('.diff-more').click();
+    expect(await long.locator('.diff-line.add').count()).to.equal(100);
+    const terminal = page.locator('.card[data-card="terminal"]', { hasText: 'seq 40' });
+    expect(await terminal.locator('pre.folded-output').count()).to.equal(1);
+    expect(await terminal.locator('button', { hasText: 'Show all output' }).count()).to.equal(1);
+    const unknown = page.locator('.result[data-observation="QuantumObservation"]');
+    expect(await unknown.getAttribute('data-card')).to.equal('raw');
+    expect(await unknown.locator('details.raw-json[open]').count()).to.equal(0);
+    expect(await unknown.locator('summary').textContent()).to.equal('Unknown observation QuantumObservation');
+    expect(await unknown.locator('pre.raw').textContent()).to.include('"qubits": "<b>two</b>"');
+    expect(await unknown.locator('b').count()).to.equal(0);
+    expect(await page.locator('.row', { hasText: 'no time of its own' }).locator('time').getAttribute('data-source')).to.equal('received');
+    await expectAccessible();
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await photograph('viewer-tool-families');
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('opens at an event from its link, moves between steps with j and k, and jumps from the outline', async () => {
+    const conversationId = randomUUID();
+    await post(conversationId, [message('event 1')]);
+    await testDatabase()
+      .orm.em.getConnection()
+      .execute(
+        `insert into conversation_events (conversation_id, seq, event_id, kind, event_time, source, payload)
+         select ?, n, 'e' || n, 'MessageEvent', now(), 'user',
+           json_build_object('kind', 'MessageEvent', 'id', 'e' || n, 'source', 'user', 'timestamp', '2026-11-23T18:00:00',
+             'llm_message', json_build_object('role', 'user', 'content', json_build_array(json_build_object('type', 'text', 'text', 'event ' || n))))
+         from generate_series(2, 1500) n`,
+        [conversationId],
+      );
+    await testDatabase().orm.em.getConnection().execute('update conversations set event_count = 1500 where id = ?', [conversationId]);
+    await signIn(user.accessToken, `#/conversations/${conversationId}/events/50`);
+    await page.locator('.row.current[data-seq="50"]').waitFor();
+    expect(await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.seq)).to.equal('50');
+    await page.keyboard.press('j');
+    await page.locator('.row.current[data-seq="51"]').waitFor();
+    await page.keyboard.press('k');
+    await page.keyboard.press('k');
+    await page.locator('.row.current[data-seq="49"]').waitFor();
+    // A link to another event of the same conversation moves within it.
+    await page.locator('.row[data-seq="49"] a.permalink').click();
+    expect(page.url()).to.match(/\/events\/49$/);
+    await page.evaluate((id) => (location.hash = `#/conversations/${id}/events/1400`), conversationId);
+    await page.locator('.row.current[data-seq="1400"]').waitFor();
+    await page.locator('.outline-entry', { hasText: 'event 1500' }).click();
+    await page.locator('.row.current[data-seq="1500"]').waitFor();
+    expect(await page.locator('.row[data-seq]').count(), 'rows in the DOM').to.be.below(200);
+    await page.evaluate((id) => (location.hash = `#/conversations/${id}/events/9999`), conversationId);
+    await page.locator('.notice.error', { hasText: 'Event #9999' }).waitFor();
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('updates the header live (events, last event, duration) and says it is receiving', async () => {
+    const conversationId = randomUUID();
+    await post(conversationId, [{ ...message('start'), timestamp: '2026-11-23T18:00:00' }]);
+    await titled(conversationId, 'Live header', 'running', 0.5);
+    await signIn(user.accessToken, `#/conversations/${conversationId}`);
+    await page.locator('.connection[data-state="live"]').waitFor();
+    expect(await page.textContent('.connection')).to.equal('Receiving new events');
+    expect(await page.textContent('#event-count')).to.equal('1');
+    await post(conversationId, [{ ...message('two', 'agent'), timestamp: '2026-11-23T18:01:30' }, { ...message('three'), timestamp: '2026-11-23T18:02:05' }]);
+    await page.locator('#event-count', { hasText: '3' }).waitFor({ timeout: 5000 });
+    await page.locator('#run-duration', { hasText: '2 min 5 s' }).waitFor({ timeout: 5000 });
+    expect(await page.locator('.idle-gap').allTextContents()).to.deep.equal(['idle 1 min 30 s', 'idle 35 s']);
+    expect(await page.textContent('.facts')).to.include('$0.50');
+    expect(pageErrors).to.deep.equal([]);
+  });
+
+  it('fits a 375 px phone on every page (no sideways overflow) and passes axe on each', async () => {
+    const admin = await createUserFixture({ superAdmin: true });
+    const conversationId = randomUUID();
+    await post(conversationId, SDK_EVENTS, admin);
+    await page.goto(`${baseUrl}/`);
+    await expectFitsPhone();
+    await signIn(admin.accessToken);
+    await page.locator('#conversations a').first().waitFor();
+    await expectFitsPhone();
+    await page.evaluate((id) => (location.hash = `#/conversations/${id}`), conversationId);
+    await page.locator('.row[data-kind="ServerErrorEvent"]').waitFor();
+    await expectFitsPhone();
+    await page.evaluate(() => (location.hash = '#/account'));
+    await page.fill('#key-name', 'phone');
+    await page.click('#create-key button[type=submit]');
+    rememberSecret((await page.locator('#new-secret').textContent())!);
+    await page.locator('#spend-title').waitFor();
+    await expectFitsPhone();
+    await page.evaluate(() => (location.hash = '#/admin'));
+    await page.locator('#users tbody tr').first().waitFor();
+    await page.locator('#audit-log tbody tr').first().waitFor();
+    await expectFitsPhone();
+    await photograph('admin-phone');
     expect(pageErrors).to.deep.equal([]);
   });
 
@@ -385,11 +632,29 @@ describe('console in a browser (headless Chromium)', function () {
     await page.click('#create-user button');
     const row = page.locator('#users tbody tr', { hasText: 'ada@example.com' });
     await row.waitFor();
+    // The first key, from the page: its secret shown once.
+    await row.locator('button', { hasText: 'Issue first key' }).click();
+    const secret = (await page.locator('#user-key-secret').textContent())!;
+    rememberSecret(secret);
+    expect((await fetch(`${baseUrl}/api/v1/conversations`, { headers: { 'X-Access-Token': secret } })).status).to.equal(200);
+    // Suspending asks first; Cancel leaves the user as they were.
     await row.locator('button', { hasText: 'Suspend' }).click();
+    await row.locator('button', { hasText: 'Cancel' }).click();
+    expect(await row.locator('.badge[data-status="active"]').count()).to.equal(1);
+    await row.locator('button', { hasText: 'Suspend' }).click();
+    await row.locator('button', { hasText: 'Confirm suspend' }).click();
     await page.locator('#users tbody tr', { hasText: 'ada@example.com' }).locator('.badge[data-status="suspended"]').waitFor();
+    // Removing the last super admin fails (409): the error is shown in that row.
+    const own = page.locator('#users tbody tr', { hasText: admin.email });
+    await own.locator('button', { hasText: 'Remove super admin' }).click();
+    await own.locator('button', { hasText: 'Confirm removal' }).click();
+    await own.locator('.row-error').filter({ hasText: /.+/ }).waitFor();
     await page.fill('#audit-action', 'user.suspended');
     await page.click('section[aria-labelledby="audit-title"] form button');
-    await page.locator('#audit-log tbody tr', { hasText: 'user.suspended' }).waitFor();
+    const entry = page.locator('#audit-log tbody tr', { hasText: 'User suspended' });
+    await entry.waitFor();
+    expect(await entry.textContent()).to.include(admin.email).and.include('ada@example.com');
+    expect(await entry.locator('time').textContent()).to.not.include('\n');
     await expectAccessible();
     await photograph('admin');
     expect(pageErrors).to.deep.equal([]);

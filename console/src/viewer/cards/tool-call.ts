@@ -3,12 +3,14 @@ import { argumentsTable, failed, output, str, textOf, withoutKind, type Fields }
 import { oneOf, type CardFamily } from './family.ts';
 
 /**
- * Calls whose arguments are the story: MCP tools, delegation to sub-agents, consulting Tom, client
- * tools, search tools (glob, grep, list). The tool's name, then its arguments as a table.
+ * Calls whose arguments are the story: MCP tools, delegation and tasks for sub-agents, consulting
+ * Tom or an advisor, skills, switching the LLM, vision, workflows, client tools, search tools (glob,
+ * grep, list). The tool's name, then its arguments as a table.
  */
 
-const ACTIONS = oneOf('MCPToolAction', 'DelegateAction', 'TaskAction', 'ConsultTomAction', 'SleeptimeComputeAction', 'GlobAction', 'GrepAction', 'ListDirectoryAction');
-const OBSERVATIONS = oneOf('MCPToolObservation', 'DelegateObservation', 'TaskObservation', 'ConsultTomObservation', 'SleeptimeComputeObservation', 'GlobObservation', 'GrepObservation', 'ListDirectoryObservation');
+const NAMES = ['MCPTool', 'Delegate', 'Task', 'ConsultTom', 'ConsultAdvisor', 'SleeptimeCompute', 'InvokeSkill', 'SwitchLLM', 'VisionInspect', 'Workflow', 'Glob', 'Grep', 'ListDirectory'];
+const ACTIONS = oneOf(...NAMES.map((name) => `${name}Action`));
+const OBSERVATIONS = oneOf(...NAMES.map((name) => `${name}Observation`));
 
 /** MCP actions carry their arguments in `data`; the others are their own arguments. */
 function argumentsOf(action: Fields): Fields {
