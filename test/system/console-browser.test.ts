@@ -336,6 +336,10 @@ describe('console in a browser (headless Chromium)', function () {
     expect(await page.textContent('#run-duration')).to.equal('26 s');
     expect(await page.locator('.outline-entry').count()).to.equal(6);
     await expectAccessible();
+    await edit.screenshot({ path: path.join(SCREENSHOTS, 'viewer-diff-1280.png') });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await edit.screenshot({ path: path.join(SCREENSHOTS, 'viewer-diff-1280-dark.png') });
+    await page.emulateMedia({ colorScheme: 'light' });
     await page.setViewportSize({ width: 1280, height: 800 });
     await photograph('viewer-sdk-classes');
     expect(pageErrors).to.deep.equal([]);
@@ -398,6 +402,8 @@ describe('console in a browser (headless Chromium)', function () {
     expect(await long.locator('.diff-line').count()).to.equal(40);
     await long.locator('.diff-more').click();
     expect(await long.locator('.diff-line.add').count()).to.equal(100);
+    await page.locator('.card[data-card="task-tracker"]').first().screenshot({ path: path.join(SCREENSHOTS, 'viewer-tasks-1280.png') });
+    await patch.screenshot({ path: path.join(SCREENSHOTS, 'viewer-patch-1280.png') });
     const terminal = page.locator('.card[data-card="terminal"]', { hasText: 'seq 40' });
     expect(await terminal.locator('pre.folded-output').count()).to.equal(1);
     expect(await terminal.locator('button', { hasText: 'Show all output' }).count()).to.equal(1);

@@ -36,6 +36,7 @@ export const conversationPage: Page = (main, route) => {
   const eventCount = h('dd', { id: 'event-count' }, '–');
   const lastEvent = h('dd', { id: 'last-event' }, '–');
   const runTime = h('dd', { id: 'run-duration' }, '–');
+  const started = h('dd', { id: 'started' }, '–');
   let conversation: Conversation | undefined;
   const outline = new Outline(rows, (seq) => void showEvent(seq));
   replace(main, header, problems, h('div', { class: 'viewer-body' }, outline.element, list.element));
@@ -57,7 +58,7 @@ export const conversationPage: Page = (main, route) => {
         h('div', null, h('dt', null, 'Events'), eventCount),
         fact('Tokens in / out', tokens(conversation)),
         fact('Model', conversation.metrics?.model_name ?? '–'),
-        fact('Started', time(conversation.created_at)),
+        h('div', null, h('dt', null, 'Started'), started),
         h('div', null, h('dt', null, 'Last event'), lastEvent),
       ),
     );
@@ -72,6 +73,8 @@ export const conversationPage: Page = (main, route) => {
     const lastIso = lastMs === undefined ? conversation.last_event_at : new Date(lastMs).toISOString();
     replace(lastEvent, time(lastIso));
     const startMs = rows.timeOf(1) ?? Date.parse(conversation.created_at);
+    // The first event's own time once it is loaded; until then, when the conversation was created.
+    replace(started, Number.isFinite(startMs) ? time(new Date(startMs).toISOString()) : '–');
     replace(runTime, lastMs !== undefined && Number.isFinite(startMs) ? h('span', { title: rows.timeOf(1) === undefined ? 'From when the conversation was created' : 'From the first event to the last' }, duration(lastMs - startMs)) : '–');
   }
 

@@ -22,8 +22,10 @@ const DIFF_TIMEOUT_MS = 50;
 
 /** The unified diff (3 lines of context) between two texts; line numbers start at `firstLine`. */
 export function diffLines(before: string, after: string, firstLine = 1): DiffLine[] {
+  const whole = () => [{ type: 'hunk' as const, text: 'The whole text was replaced' }, ...linesOf(before, 'del', firstLine), ...linesOf(after, 'add', firstLine)];
+  if (sharesFewLines(before, after)) return whole();
   const patch = structuredPatch('', '', before, after, undefined, undefined, { context: 3, timeout: DIFF_TIMEOUT_MS });
-  if (!patch) return [...linesOf(before, 'del', firstLine), ...linesOf(after, 'add', firstLine)];
+  if (!patch) return whole();
   const lines: DiffLine[] = [];
   for (const hunk of patch.hunks) {
     let oldNumber = hunk.oldStart + firstLine - 1;
@@ -39,6 +41,19 @@ export function diffLines(before: string, after: string, firstLine = 1): DiffLin
     }
   }
   return lines;
+}
+
+/**
+ * Whether two long texts have almost no line in common: their diff is then "all removed, all added",
+ * which Myers' algorithm (quadratic in the number of changes) would take long to find.
+ */
+function sharesFewLines(before: string, after: string): boolean {
+  if (before.length + after.length < 20_000) return false;
+  const seen = new Set(before.split('\n'));
+  const lines = after.split('\n');
+  let common = 0;
+  for (const line of lines) if (seen.has(line)) common++;
+  return common < Math.min(seen.size, lines.length) / 10;
 }
 
 /** Every line of `text` as added (a new file) or removed. */

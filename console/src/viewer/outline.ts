@@ -3,7 +3,7 @@ import type { ConversationRows, OutlineEntry } from './rows.ts';
 
 /** Landmarks listed at most; older ones are reached by scrolling (or a link to the event). */
 const SHOWN = 200;
-const SIGNS: Record<OutlineEntry['type'], string> = { message: '💬', error: '✕', edit: '✎' };
+const SIGNS: Record<OutlineEntry['type'], string> = { message: '“', error: '✕', edit: '✎' };
 const WORDS: Record<OutlineEntry['type'], string> = { message: 'Message', error: 'Error', edit: 'File edit' };
 
 /**

@@ -214,7 +214,7 @@ function actionCard(stored: StoredEvent, results: StoredEvent[], rows: Conversat
       h('span', { class: 'tool' }, tool || 'tool'),
       h('span', { class: 'summary' }, summary),
       risk ? h('span', { class: 'risk', 'data-risk': risk }, `${risk.toLowerCase()} risk`) : null,
-      took !== undefined && Number.isFinite(took) ? h('span', { class: 'took', title: 'From the action to its first result' }, `took ${duration(took)}`) : null,
+      took !== undefined && Number.isFinite(took) && took > 0 ? h('span', { class: 'took', title: 'From the action to its first result' }, `took ${duration(took)}`) : null,
       usageChip(rows.usageOf(event.llm_response_id)),
       meta(stored, rows),
     ),

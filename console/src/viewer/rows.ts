@@ -191,9 +191,10 @@ function landmarkOf(row: EventRow): OutlineEntry | undefined {
     return { ...base, type: 'message', label: `${event.source === 'user' ? 'User' : 'Agent'}: ${content.slice(0, 80)}` };
   }
   if (ERROR_KINDS.has(String(event.kind))) return { ...base, type: 'error', label: String(event.error ?? event.code ?? event.kind).slice(0, 80) };
-  const action = event.action as { kind?: string; path?: string; file_path?: string } | undefined;
+  const action = event.action as { kind?: string; path?: string; file_path?: string; patch?: string } | undefined;
   if (event.kind === 'ActionEvent' && action && (EDIT_ACTIONS.has(String(action.kind)) || event.tool_name === 'str_replace_editor') && (action as { command?: string }).command !== 'view') {
-    return { ...base, type: 'edit', label: action.path ?? action.file_path ?? String(action.kind) };
+    const patched = typeof action.patch === 'string' ? /^\*\*\* (?:Update|Add|Delete) File: (.+)$/m.exec(action.patch)?.[1] : undefined;
+    return { ...base, type: 'edit', label: action.path ?? action.file_path ?? patched ?? String(action.kind) };
   }
   return undefined;
 }

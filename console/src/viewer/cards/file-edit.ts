@@ -87,10 +87,11 @@ export const fileEditCards: CardFamily = {
         body: files.flatMap((file) => [pathLine(file.operation === 'add' ? 'Create' : file.operation === 'delete' ? 'Delete' : 'Patch', file.path), file.lines.length ? renderDiff(file.lines, `Changes to ${file.path}`) : null]),
       };
     }
-    if (command === 'view') return { summary: `${verb} ${path}`, body: [pathLine(verb, path, rangeOf(action))] };
+    // The header names the verb; the path line under it names the file.
+    if (command === 'view') return { summary: verb, body: [pathLine(verb, path, rangeOf(action))] };
     const lines = linesFor(command, action, observation);
     const extra = command === 'insert' && typeof action.insert_line === 'number' ? `after line ${action.insert_line}` : command === 'create' && !contentsOf(observation) ? 'new file' : undefined;
-    return { summary: `${verb} ${path}`, body: [pathLine(verb, path, extra), lines?.length ? renderDiff(lines, `Changes to ${path}`) : null] };
+    return { summary: verb, body: [pathLine(verb, path, extra), lines?.length ? renderDiff(lines, `Changes to ${path}`) : null] };
   },
   observation(observation, action) {
     const text = textOf(observation.content) || str(observation.error) || '';
