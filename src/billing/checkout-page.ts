@@ -23,10 +23,13 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (char) => ESCAPES[char]!);
 }
 
+/** The console's money format (two decimals from $1 up), so the checkout reads as the account page does. */
+const dollars = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 });
+
 export type ReturnOutcome = 'success' | 'cancel';
 
 function stateParagraph(session: CheckoutSession, outcome: ReturnOutcome | undefined): string | undefined {
-  const paid = `<p class="state" data-status="completed">Payment completed: ${session.amountUsd} USD has been added to your credit.</p>`;
+  const paid = `<p class="state" data-status="completed">Payment completed: ${dollars.format(session.amountUsd)} has been added to your credit.</p>`;
   switch (session.status) {
     case 'completed':
       return paid;
@@ -81,8 +84,8 @@ export function renderCheckoutPage(session: CheckoutSession, outcome?: ReturnOut
       ? `<p class="meta">Session ${session.id} · expires <time datetime="${session.expiresAt.toISOString()}">${session.expiresAt.toISOString().replace('T', ' ').slice(0, 16)} UTC</time></p>`
       : `<p class="meta">Session ${session.id}</p>`;
   return pageShell(
-    `Checkout: ${session.amountUsd} USD`,
-    `<h1>Add ${session.amountUsd} USD of credit</h1>
+    `Checkout: ${dollars.format(session.amountUsd)}`,
+    `<h1>Add ${dollars.format(session.amountUsd)} of credit</h1>
   ${stateParagraph(session, outcome)}
   ${meta}`,
   );

@@ -147,7 +147,7 @@ describe('billing: E4 and the local checkout', () => {
       expect(page.headers['content-security-policy']).to.include("default-src 'none'").and.include("form-action 'self'");
       expect(page.headers['referrer-policy']).to.equal('no-referrer');
       expect(page.headers['cache-control']).to.equal('no-store');
-      expect(page.text).to.include('12 USD');
+      expect(page.text).to.include('$12.00');
       expect(page.text).to.include(`action="/billing/checkout/${id}/confirm"`).and.include(`action="/billing/checkout/${id}/cancel"`);
       expect(page.text).to.not.include('<script');
     });

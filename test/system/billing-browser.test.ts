@@ -57,10 +57,10 @@ describe('local checkout in a browser (headless Chromium)', function () {
     const stale = await browser.newPage();
     await stale.goto(redirectUrl);
     await page.goto(redirectUrl);
-    expect(await page.textContent('h1')).to.include('42 USD');
+    expect(await page.textContent('h1')).to.include('$42.00');
     await Promise.all([page.waitForURL(redirectUrl), page.click('#confirm')]);
     expect(await page.getAttribute('.state', 'data-status')).to.equal('completed');
-    expect(await page.textContent('.state')).to.include('42 USD has been added');
+    expect(await page.textContent('.state')).to.include('$42.00 has been added');
     expect(await page.locator('#confirm').count()).to.equal(0);
     expect(await balance()).to.equal(42);
     // Confirming again from the stale tab shows the same completed payment and credits nothing more.

@@ -597,7 +597,7 @@ describe('console in a browser (headless Chromium)', function () {
     await photograph('account');
     await page.fill('#amount', '12');
     await Promise.all([page.waitForURL(/\/billing\/checkout\//), page.click('#buy-credits button')]);
-    expect(await page.textContent('h1')).to.include('12 USD');
+    expect(await page.textContent('h1')).to.include('$12.00');
     await expectAccessible();
     await photograph('checkout');
     await Promise.all([page.waitForLoadState(), page.click('#confirm')]);
