@@ -21,7 +21,7 @@ export class Outline {
     private readonly rows: ConversationRows,
     private readonly jump: (seq: number) => void,
   ) {
-    this.element = h('details', { class: 'outline', open: window.matchMedia('(min-width: 1100px)').matches }, h('summary', null, 'Outline ', this.count), h('nav', { 'aria-label': 'Outline of the conversation' }, this.list));
+    this.element = h('details', { class: 'outline', open: window.matchMedia('(min-width: 1100px)').matches }, h('summary', null, 'Outline ', this.count), h('p', { class: 'hint outline-keys' }, 'Keys: ', h('kbd', null, 'j'), ' next step, ', h('kbd', null, 'k'), ' previous'), h('nav', { 'aria-label': 'Outline of the conversation' }, this.list));
   }
 
   /** Redraws on the next frame (once however many pages or events arrived). */

@@ -173,17 +173,12 @@ function renderEvent(stored: StoredEvent, results: StoredEvent[], rows: Conversa
     case 'TokenEvent':
       return h('p', { class: 'system' }, `Tokens: ${(event.prompt_token_ids as unknown[] | undefined)?.length ?? 0} prompt, ${(event.response_token_ids as unknown[] | undefined)?.length ?? 0} response`, meta(stored, rows));
     case 'LLMCompletionLogEvent':
-      return h('p', { class: 'system' }, `LLM call ${String(event.model_name ?? '')}`, usageChip(rows.usageOf(responseIdOfLog(event.log_data))), meta(stored, rows));
+      return h('p', { class: 'system' }, `LLM call ${String(event.model_name ?? '')}`, usageChip(rows.usageOfLogEvent(stored.seq)), meta(stored, rows));
     default:
       return h('div', { class: 'unknown' }, rawJson(`Unknown event ${String(event.kind)}`, event), meta(stored, rows));
   }
 }
 
-
-function responseIdOfLog(logData: unknown): string | undefined {
-  const match = typeof logData === 'string' ? /"id":\s*"([^"]{1,200})"/.exec(logData.slice(logData.indexOf('"response"'))) : null;
-  return match?.[1];
-}
 
 const RISKS = new Set(['LOW', 'MEDIUM', 'HIGH', 'UNKNOWN']);
 

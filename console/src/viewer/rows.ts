@@ -65,6 +65,8 @@ export class ConversationRows {
   private readonly keyBySeq = new Map<number, string>();
   /** Tokens and cost by LLM response id, and the rows that show each response. */
   private readonly usage = new Map<string, ResponseUsage>();
+  /** The usage each completion log carries, by the log's sequence number. */
+  private readonly logUsage = new Map<number, ResponseUsage>();
   private readonly responseRows = new Map<string, Set<string>>();
   /** Messages, errors and file edits, in sequence order. */
   readonly outline: OutlineEntry[] = [];
@@ -154,6 +156,11 @@ export class ConversationRows {
     return typeof responseId === 'string' ? this.usage.get(responseId) : undefined;
   }
 
+  /** What the completion log `seq` says its LLM call used. */
+  usageOfLogEvent(seq: number): ResponseUsage | undefined {
+    return this.logUsage.get(seq);
+  }
+
   /** Remembers which rows show a response, and its usage when a completion log carries it. */
   private noteUsage(stored: StoredEvent, updated: Set<string>): void {
     const event = stored.event;
@@ -161,6 +168,7 @@ export class ConversationRows {
       const usage = usageOfLog(field(event, 'log_data'));
       if (!usage) return;
       this.usage.set(usage.responseId, usage);
+      this.logUsage.set(stored.seq, usage);
       for (const key of this.responseRows.get(usage.responseId) ?? []) updated.add(key);
       return;
     }
