@@ -25,7 +25,6 @@ export const conversationPage: Page = (main, route) => {
   const rows = new ConversationRows(id);
   const older: GapRow = { key: 'older', type: 'older', state: 'more' };
   let pending: PendingRow | undefined;
-  let loadingOlder = false;
 
   const list: VirtualList<Row> = new VirtualList<Row>((row) => renderRow(row, rows, () => void loadOlder()), () => void loadOlder(), 'Conversation events');
   const header = h('header', { class: 'conversation-head' });
@@ -156,17 +155,9 @@ export const conversationPage: Page = (main, route) => {
   /** Scrolls to event `seq` (loading older pages up to it first), marks it and gives it the focus. */
   async function showEvent(seq: number): Promise<void> {
     if (seq > rows.lastSeq) return replace(problems, notice(`Event #${seq} is not in this conversation (yet).`, 'error'));
-    while (!rows.keyOf(seq) && rows.firstSeq > 1 && !stopped) {
-      const events = await eventsBefore(rows.firstSeq, Math.min(SEEK_PAGE, rows.firstSeq - seq + PAGE));
-      if (!events?.length) break;
-      list.remove('older');
-      addEvents(events, 'start');
-      older.state = rows.firstSeq <= 1 ? 'start' : 'more';
-      list.prepend([older]);
-    }
+    while (!rows.keyOf(seq) && !stopped && (await loadOlder(Math.min(SEEK_PAGE, rows.firstSeq - seq + PAGE))));
     const key = rows.keyOf(seq);
-    if (!key || stopped) return;
-    focusRow(key);
+    if (key && !stopped) focusRow(key);
   }
 
   let currentKey: string | undefined;
@@ -194,26 +185,27 @@ export const conversationPage: Page = (main, route) => {
   const onShowEvent = (event: Event) => void showEvent((event as CustomEvent<number>).detail);
   window.addEventListener('console:show-event', onShowEvent);
 
-  async function loadOlder(): Promise<void> {
-    if (loadingOlder || older.state === 'start' || rows.firstSeq <= 1) return;
-    loadingOlder = true;
-    older.state = 'loading';
-    list.refresh('older');
-    const events = await eventsBefore(rows.firstSeq);
-    loadingOlder = false;
-    if (stopped) return;
-    if (!events) {
-      older.state = 'error';
-      return list.refresh('older');
-    }
-    if (events.length === 0) {
-      older.state = 'start';
-      return list.refresh('older');
-    }
-    list.remove('older');
-    addEvents(events, 'start');
-    older.state = rows.firstSeq <= 1 ? 'start' : 'more';
-    list.prepend([older]);
+  let loadingOlder: Promise<boolean> | undefined;
+  /** Loads the page before the oldest event shown; resolves to whether it added any. */
+  function loadOlder(limit = PAGE): Promise<boolean> {
+    if (older.state === 'start' || rows.firstSeq <= 1) return Promise.resolve(false);
+    loadingOlder ??= (async () => {
+      older.state = 'loading';
+      list.refresh('older');
+      const events = await eventsBefore(rows.firstSeq, limit);
+      if (stopped) return false;
+      if (!events?.length) {
+        older.state = events ? 'start' : 'error';
+        list.refresh('older');
+        return false;
+      }
+      list.remove('older');
+      addEvents(events, 'start');
+      older.state = rows.firstSeq <= 1 ? 'start' : 'more';
+      list.prepend([older]);
+      return true;
+    })().finally(() => (loadingOlder = undefined));
+    return loadingOlder;
   }
 
   void (async () => {
