@@ -22,10 +22,14 @@ const DIFF_TIMEOUT_MS = 50;
 
 /** The unified diff (3 lines of context) between two texts; line numbers start at `firstLine`. */
 export function diffLines(before: string, after: string, firstLine = 1): DiffLine[] {
-  const whole = () => [{ type: 'hunk' as const, text: 'The whole text was replaced' }, ...linesOf(before, 'del', firstLine), ...linesOf(after, 'add', firstLine)];
-  if (sharesFewLines(before, after)) return whole();
+  return tryDiffLines(before, after, firstLine) ?? [{ type: 'hunk', text: 'The whole text was replaced' }, ...linesOf(before, 'del', firstLine), ...linesOf(after, 'add', firstLine)];
+}
+
+/** The unified diff, or undefined when the texts share almost no line or the diff takes too long. */
+export function tryDiffLines(before: string, after: string, firstLine = 1): DiffLine[] | undefined {
+  if (sharesFewLines(before, after)) return undefined;
   const patch = structuredPatch('', '', before, after, undefined, undefined, { context: 3, timeout: DIFF_TIMEOUT_MS });
-  if (!patch) return whole();
+  if (!patch) return undefined;
   const lines: DiffLine[] = [];
   for (const hunk of patch.hunks) {
     let oldNumber = hunk.oldStart + firstLine - 1;

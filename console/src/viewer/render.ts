@@ -9,8 +9,6 @@ import { eventTime, type ResponseUsage } from './timing.ts';
 const IDLE_GAP_MS = 10_000;
 const clock = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
 
-export { textOf };
-
 /** One row of the conversation. */
 export function renderRow(row: Row, rows: ConversationRows, loadOlder: () => void): HTMLElement {
   if (row.type === 'older') return olderRow(row.state, loadOlder);

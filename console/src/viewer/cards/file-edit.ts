@@ -1,5 +1,5 @@
 import { h } from '../../dom.ts';
-import { diffLines, linesOf, parsePatch, renderDiff, type DiffLine } from '../diff.ts';
+import { diffLines, linesOf, parsePatch, renderDiff, tryDiffLines, type DiffLine } from '../diff.ts';
 import { failed, output, str, textOf, type Fields } from './common.ts';
 import { oneOf, type CardFamily } from './family.ts';
 
@@ -55,7 +55,9 @@ function contentsOf(observation: Fields | undefined): { before: string; after: s
 
 function linesFor(command: string, action: Fields, observation: Fields | undefined): DiffLine[] | undefined {
   const contents = contentsOf(observation);
-  if (contents && command !== 'view') return diffLines(contents.before, contents.after);
+  // The whole file gives real line numbers; when it is too large to diff quickly, the edit's own text.
+  const whole = contents && command !== 'view' ? tryDiffLines(contents.before, contents.after) : undefined;
+  if (whole) return whole;
   switch (command) {
     case 'create':
       return linesOf(str(action.file_text) ?? str(action.content) ?? '', 'add');
