@@ -598,7 +598,7 @@ describe('console in a browser (headless Chromium)', function () {
     await page.fill('#amount', '12');
     await Promise.all([page.waitForURL(/\/billing\/checkout\//), page.click('#buy-credits button')]);
     expect(await page.textContent('h1')).to.include('$12.00');
-    await expectAccessible();
+    await expectFitsPhone();
     await photograph('checkout');
     await Promise.all([page.waitForLoadState(), page.click('#confirm')]);
     await page.locator('.state[data-status="completed"]').waitFor();
