@@ -22,8 +22,7 @@ import { migrate, openDatabase } from '../src/db/database.ts';
 import { generateSecret, hashSecret } from '../src/identity/secrets.ts';
 import { createLogger } from '../src/logger.ts';
 import { serverNodeArgs } from '../src/server-node-flags.ts';
-import { chromiumPath } from '../test/helpers/browser.ts';
-import { freePort } from '../test/helpers/free-port.ts';
+import { freePort } from './lib/free-port.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const EVENTS = 100_000;
@@ -31,11 +30,14 @@ const DIFF_LINES = 5_000;
 const RUNS = Number(process.env.BENCH_CONSOLE_RUNS ?? 5);
 const DATABASE_URL = process.env.BENCH_CONSOLE_DATABASE_URL ?? process.env.DATABASE_URL;
 
+/** Debian's Chromium, as the browser tests use it. */
+const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((candidate): candidate is string => Boolean(candidate) && fs.existsSync(candidate!));
+
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function main(): Promise<void> {
   if (!DATABASE_URL) throw new Error('set BENCH_CONSOLE_DATABASE_URL (or DATABASE_URL) to a database of its own');
-  const executablePath = chromiumPath();
+  const executablePath = CHROMIUM;
   if (!executablePath) throw new Error('no Chromium found (apt-get install -y chromium, or set CHROMIUM_PATH)');
   await buildConsole();
   const config = loadConfig({ ...process.env, DATABASE_URL, LOG_LEVEL: 'warn' });

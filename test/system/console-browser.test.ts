@@ -21,7 +21,7 @@ import { webhookPath } from '../helpers/webhook.ts';
 const require = createRequire(import.meta.url);
 const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 /** One event of each SDK class, as the agent-server sends them (see fixtures/agent-server/generator). */
-const SDK_EVENTS = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'agent-server', 'events.json'), 'utf8')) as Record<string, unknown>[];
+const SDK_EVENTS = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, '..', 'fixtures', 'agent-server', 'events.json'), 'utf8')) as Record<string, unknown>[];
 /**
  * The card each action and observation class of the fixtures is drawn as. A class missing here (a
  * new SDK class in regenerated fixtures) fails the test instead of silently becoming raw JSON.
@@ -37,7 +37,7 @@ const CARD_OF_CLASS: Record<string, string> = {
   FinishObservation: 'finish',
 };
 /** Every action class the contract lists (`ActionKind`): each must have a card of its own. */
-const ACTION_KINDS = (parse(fs.readFileSync(path.join(import.meta.dirname, '..', 'spec', 'openapi.yaml'), 'utf8')) as { components: { schemas: { ActionKind: { enum: string[] } } } }).components.schemas.ActionKind.enum;
+const ACTION_KINDS = (parse(fs.readFileSync(path.join(import.meta.dirname, '..', '..', 'spec', 'openapi.yaml'), 'utf8')) as { components: { schemas: { ActionKind: { enum: string[] } } } }).components.schemas.ActionKind.enum;
 /** A 1×1 PNG, as a browser tool's screenshot. */
 const PIXEL_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 /** Screenshots for people to look at (ignored by git). */
