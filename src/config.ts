@@ -1,6 +1,5 @@
 import path from 'node:path';
 import { KeyringError, parseKeyring, type SecretKey } from './crypto/secret-box.ts';
-import type { GroupCommitOptions } from './conversations/group-commit.ts';
 
 /**
  * Bounds on waiting for the database, so that an unreachable or stalled database gives a 503 within
@@ -77,7 +76,7 @@ export interface Config {
 
   // Webhook group commit (see src/conversations/group-commit.ts)
   /** Bounds of the transactions that store webhook batches together. */
-  readonly ingestGroup: GroupCommitOptions;
+  readonly ingestGroup: IngestGroupConfig;
 
   // Operations (metrics)
   /** Bearer token `/metrics` requires; undefined leaves `/metrics` open. */
@@ -115,6 +114,16 @@ export interface Config {
 
   // Outbound webhooks (src/outbound/, docs/outbound-webhooks.md)
   readonly outboundWebhooks: OutboundWebhookConfig;
+}
+
+/** Bounds of the webhook's group commit, as `GroupCommitter` takes them (src/conversations/group-commit.ts). */
+export interface IngestGroupConfig {
+  /** Transactions in flight at once (beyond the first, only for full groups); more batches wait. */
+  readonly maxInFlight: number;
+  /** At most this many batches in one transaction. */
+  readonly maxBatches: number;
+  /** At most this many events in one transaction (a larger single batch still goes alone). */
+  readonly maxEvents: number;
 }
 
 /** Retention of conversations (see docs/scaling.md). */

@@ -70,3 +70,15 @@ export function httpStatusOf(error: DomainError): number {
   }
   return 500;
 }
+
+/** Protocol-level failures (routing, media type, size, a missing metrics token) that happen before any domain logic. */
+export class HttpError extends Error {
+  override name = 'HttpError';
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}

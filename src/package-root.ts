@@ -13,3 +13,6 @@ function findPackageRoot(start: string): string {
     if (path.dirname(dir) === dir) throw new Error(`no package.json above ${start}`);
   }
 }
+
+/** The contract. The server loads this file itself; there is no second copy of it in code. */
+export const SPEC_PATH = path.join(PACKAGE_ROOT, 'spec', 'openapi.yaml');

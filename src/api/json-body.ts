@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { JsonSyntaxError, parseJson } from '../lossless-json.ts';
-import { HttpError } from './http-errors.ts';
+import { HttpError } from '../errors.ts';
 import { RequestValidationError, jsonInvalid } from './validation-errors.ts';
 
 function isJson(contentType: string | undefined): boolean {

@@ -1,13 +1,9 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import type { ErrorObject, Options as AjvOptions } from 'ajv';
 import { OpenAPIBackend, type Document } from 'openapi-backend';
 import { parse } from 'yaml';
 import { createAjv } from './ajv.ts';
-import { PACKAGE_ROOT } from '../package-root.ts';
-
-/** The contract. The server loads this file itself; there is no second copy of it in code. */
-export const SPEC_PATH = path.join(PACKAGE_ROOT, 'spec', 'openapi.yaml');
+import { SPEC_PATH } from '../package-root.ts';
 
 /** Ajv's discriminator keyword rejects `mapping`, which the spec keeps for the generated types. */
 function stripDiscriminatorMappings(node: unknown): void {

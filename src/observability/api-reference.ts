@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
-import { SPEC_PATH } from '../api/openapi.ts';
+import { SPEC_PATH } from '../package-root.ts';
 
 /**
  * The API reference: Redoc's standalone bundle, served from the `redoc` npm package (no CDN: the

@@ -1,4 +1,4 @@
-import { HttpError } from '../api/http-errors.ts';
+import { HttpError } from '../errors.ts';
 import { hashSecret, sameHash } from '../identity/secrets.ts';
 
 /**

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { KoaContext } from '../api/context.ts';
+import type { ParameterizedContext } from 'koa';
 import type { Logger } from '../logger.ts';
 import { UNMATCHED_OPERATION, type Metrics } from './metrics.ts';
 import { requestContext } from './request-context.ts';
+
+/** What tracing reads of a request's state: the operation it matched and the caller's user id. */
+export type TracedContext = ParameterizedContext<{ operationId?: string; userId?: string }>;
 
 /** A caller's own X-Request-Id is kept (and logged) only if it looks like an id. */
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
@@ -14,7 +17,7 @@ const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
  * never reach it.
  */
 export async function traceRequest(
-  ctx: KoaContext,
+  ctx: TracedContext,
   deps: { logger: Logger; metrics: Metrics },
   serve: () => Promise<void>,
 ): Promise<void> {

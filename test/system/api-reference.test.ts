@@ -6,7 +6,7 @@ import type { Browser } from 'playwright-core';
 import { parse } from 'yaml';
 import { createApp } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
-import { SPEC_PATH } from '../../src/api/openapi.ts';
+import { SPEC_PATH } from '../../src/package-root.ts';
 import { REDOC_BUNDLE_PATH } from '../../src/observability/api-reference.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowserOrSkip } from '../helpers/browser.ts';
