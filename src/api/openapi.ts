@@ -1,6 +1,15 @@
 import fs from 'node:fs';
 import type { ErrorObject, Options as AjvOptions } from 'ajv';
-import { OpenAPIBackend, type Document } from 'openapi-backend';
+import {
+  OpenAPIBackend,
+  OpenAPIRouter,
+  OpenAPIValidator,
+  type Document,
+  type Operation,
+  type ParsedRequest,
+  type Request,
+  type ValidationResult,
+} from 'openapi-backend';
 import { parse } from 'yaml';
 import { createAjv } from './ajv.ts';
 import { SPEC_PATH } from '../package-root.ts';
@@ -33,56 +42,8 @@ function customizeAjv(_draft07: unknown, options: AjvOptions) {
   return createAjv({ ...options, useDefaults: true, ...(options.coerceTypes === true ? { coerceTypes: 'array' as const } : {}) });
 }
 
-type Operation = ReturnType<OpenAPIBackend['getOperations']>[number];
-
-/**
- * Same matching as openapi-backend's router (exact path first, then templates by specificity;
- * `404-…`/`405-…` errors), with each path template compiled to a RegExp once instead of on every
- * request for every operation.
- */
-function useCompiledRoutes(api: OpenAPIBackend, operations: Operation[]): void {
-  const literal = (path: string) => path.replace(/\{[^}]+\}/g, '').length;
-  const routes = operations
-    .map((operation) => ({
-      operation,
-      pattern: new RegExp(
-        `^${operation.path
-          .split(/\{[^}]+\}/)
-          .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-          .join('[^/]+')}$`,
-      ),
-    }))
-    .sort((a, b) => literal(b.operation.path) - literal(a.operation.path));
-  const router = api.router;
-  router.matchOperation = ((request: Parameters<typeof router.matchOperation>[0], strict?: boolean) => {
-    const { path, method } = router.normalizeRequest(request);
-    const normalizedPath = router.normalizePath(path);
-    const exact = operations.find((op) => op.path === normalizedPath && op.method === method);
-    if (exact) return exact;
-    const candidates = routes.filter((route) => route.pattern.test(normalizedPath));
-    if (candidates.length === 0) {
-      if (strict) throw Error('404-notFound: no route matches request');
-      return undefined;
-    }
-    const match = candidates.find((route) => route.operation.method === method)?.operation;
-    if (!match && strict) throw Error('405-methodNotAllowed: this method is not registered for the route');
-    return match;
-  }) as typeof router.matchOperation;
-}
-
-type ParsedRequest = ReturnType<OpenAPIBackend['router']['parseRequest']>;
-type RawRequest = Parameters<OpenAPIBackend['router']['parseRequest']>[0];
-
-/**
- * openapi-backend parses every request four times (routing, after routing, in validation, after
- * coercion), each time through lodash, the cookie and query-string parsers and a path template
- * compiled anew. For the requests that need none of that (no query string, no cookie, the body
- * already parsed), this gives the same result directly: headers copied with lower-case names, the
- * path parameters decoded from a pattern built once per template (as `bath` builds it); every other
- * request goes through the library's own parser.
- */
-/** No query string, no cookie, the body already parsed (or none): what the lean paths below handle. */
-function isPlain(req: RawRequest): boolean {
+/** No query string, no cookie, the body already parsed (or none): the requests the lean paths below handle. */
+function isPlain(req: Request): boolean {
   const { query, body, headers = {} } = req;
   return (
     (query === undefined || query === '' || (typeof query === 'object' && Object.keys(query).length === 0)) &&
@@ -92,26 +53,75 @@ function isPlain(req: RawRequest): boolean {
   );
 }
 
-function useLeanRequestParsing(api: OpenAPIBackend): void {
-  const router = api.router;
-  const parse = router.parseRequest.bind(router);
-  const templates = new Map<string, { pattern: RegExp; names: string[] } | null>();
-  const templateOf = (path: string) => {
-    let template = templates.get(path);
-    if (template === undefined) {
-      const names = [...path.matchAll(/\{([A-Za-z0-9_-]+)\}/g)].map((m) => m[1]!);
-      // Repeated names: the library's own rules apply.
-      template =
-        new Set(names).size === names.length
-          ? { pattern: new RegExp(`^${path.replace(/\{[A-Za-z0-9_-]+\}/g, '([^\\/]*)')}$`), names }
-          : null;
-      templates.set(path, template);
+/** A path template's parameter names and the pattern that captures them. */
+interface PathTemplate {
+  pattern: RegExp;
+  names: string[];
+}
+
+/** A path template as openapi-backend matches it (`{name}` is one segment, the rest literal). */
+function routePatternOf(path: string): RegExp {
+  const literals = path.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`^${literals.join('[^/]+')}$`);
+}
+
+/**
+ * openapi-backend's router, with the same results (test/request-parsing.test.ts) at a fraction of the
+ * cost: the operation list and each path pattern are built once (the library rebuilds them, through
+ * lodash, several times per request), and plain requests (`isPlain`) are parsed directly.
+ */
+export class FastRouter extends OpenAPIRouter {
+  private readonly operations: Operation[];
+  private readonly byId: Map<string | undefined, Operation>;
+  /** Templates, the most literal first: the library's order of specificity. */
+  private readonly routes: { operation: Operation; pattern: RegExp }[];
+  /** Capturing patterns, built on first use; null where the library's own rules apply (repeated names). */
+  private readonly templates = new Map<string, PathTemplate | null>();
+
+  constructor(options: ConstructorParameters<typeof OpenAPIRouter>[0]) {
+    super(options);
+    this.operations = super.getOperations();
+    this.byId = new Map(this.operations.map((operation) => [operation.operationId, operation]));
+    const literalLength = (path: string) => path.replace(/\{[^}]+\}/g, '').length;
+    this.routes = this.operations
+      .map((operation) => ({ operation, pattern: routePatternOf(operation.path) }))
+      .sort((a, b) => literalLength(b.operation.path) - literalLength(a.operation.path));
+  }
+
+  override getOperations(): Operation[] {
+    return this.operations;
+  }
+
+  override getOperation(operationId: string): Operation | undefined {
+    return this.byId.get(operationId);
+  }
+
+  /** Exact path first, then templates by specificity; `404-…`/`405-…` errors when strict, as the library's. */
+  override matchOperation(req: Request): Operation | undefined;
+  override matchOperation(req: Request, strict: boolean): Operation;
+  override matchOperation(req: Request, strict?: boolean): Operation | undefined {
+    const { path, method } = this.normalizeRequest(req);
+    const normalizedPath = this.normalizePath(path);
+    const exact = this.operations.find((op) => op.path === normalizedPath && op.method === method);
+    if (exact) return exact;
+    const candidates = this.routes.filter((route) => route.pattern.test(normalizedPath));
+    if (candidates.length === 0) {
+      if (strict) throw Error('404-notFound: no route matches request');
+      return undefined;
     }
-    return template;
-  };
-  router.parseRequest = ((req: RawRequest, operation?: Operation): ParsedRequest => {
-    const template = operation ? templateOf(operation.path) : undefined;
-    if (!isPlain(req) || template === null) return parse(req, operation);
+    const match = candidates.find((route) => route.operation.method === method)?.operation;
+    if (!match && strict) throw Error('405-methodNotAllowed: this method is not registered for the route');
+    return match;
+  }
+
+  /**
+   * The library parses every request four times (routing, after routing, in validation, after
+   * coercion) through lodash, the cookie and query-string parsers and a path template compiled anew;
+   * a plain request gets the same result directly, anything else goes through the library's parser.
+   */
+  override parseRequest(req: Request, operation?: Operation): ParsedRequest {
+    const template = operation ? this.templateOf(operation.path) : undefined;
+    if (!isPlain(req) || template === null) return super.parseRequest(req, operation);
     const { body, headers: rawHeaders = {} } = req;
     const headers: Record<string, string | string[]> = {};
     for (const name in rawHeaders) headers[name.toLowerCase()] = rawHeaders[name]!;
@@ -120,33 +130,42 @@ function useLeanRequestParsing(api: OpenAPIBackend): void {
     path = path.split('?')[0]!;
     let params: Record<string, string> = {};
     if (template) {
-      const match = template.pattern.exec(router.normalizePath(path));
+      const match = template.pattern.exec(this.normalizePath(path));
       if (match) {
         params = {};
         template.names.forEach((name, i) => (params[name] = decodeURIComponent(match[i + 1]!)));
       }
     }
     return { ...req, path, method: req.method.trim().toLowerCase(), params, headers, query: {}, cookies: {}, requestBody: body };
-  }) as typeof router.parseRequest;
+  }
+
+  /** The path parameters' pattern, built as `bath` (the library's parser) builds it. */
+  private templateOf(path: string): PathTemplate | null {
+    let template = this.templates.get(path);
+    if (template === undefined) {
+      const names = [...path.matchAll(/\{([A-Za-z0-9_-]+)\}/g)].map((m) => m[1]!);
+      template =
+        new Set(names).size === names.length
+          ? { pattern: new RegExp(`^${path.replace(/\{[A-Za-z0-9_-]+\}/g, '([^\\/]*)')}$`), names }
+          : null;
+      this.templates.set(path, template);
+    }
+    return template;
+  }
 }
 
-type ValidationResult = ReturnType<OpenAPIBackend['validator']['validateRequest']>;
-
 /**
- * openapi-backend's request validation, for plain requests (see `isPlain`) of a known operation,
- * without the lodash passes and the checks that only apply to query strings and unparsed bodies:
- * the same parameters go through the same compiled validators, with the same result. Anything else
- * goes through the library's own code.
+ * openapi-backend's request validation with numeric parameters checked as written (`numericParameterErrors`),
+ * and, for plain requests of a known operation, without the lodash passes and the checks that only apply
+ * to query strings and unparsed bodies: the same compiled validators, the same result.
  */
-function useLeanRequestValidation(api: OpenAPIBackend): void {
-  const validator = api.validator;
-  const validate = withStrictNumbers(api, validator.validateRequest.bind(validator));
-  validator.validateRequest = ((req: RawRequest, operation?: Operation | string): ValidationResult => {
-    if (typeof operation !== 'object' || !operation.operationId || !isPlain(req)) return validate(req, operation);
+export class FastValidator extends OpenAPIValidator {
+  override validateRequest(req: Request, operation?: Operation | string): ValidationResult<Request> {
+    if (typeof operation !== 'object' || !operation.operationId || !isPlain(req)) return this.validateStrictly(req, operation);
     const coerced: Record<string, unknown> = { ...req };
-    const errors: NonNullable<ValidationResult['errors']> = [];
-    const validators = validator.getRequestValidatorsForOperation(operation.operationId) ?? [];
-    const { params, query, headers, cookies, requestBody } = api.router.parseRequest(req, operation);
+    const errors: ErrorObject[] = [];
+    const validators = this.getRequestValidatorsForOperation(operation.operationId) ?? [];
+    const { params, query, headers, cookies, requestBody } = this.router.parseRequest(req, operation);
     const parameters: Record<string, unknown> = { path: params, query, header: headers, cookie: cookies };
     const rawContentType = headers['content-type'];
     const contentType = String((Array.isArray(rawContentType) ? rawContentType[0] : rawContentType) || '')
@@ -159,13 +178,24 @@ function useLeanRequestValidation(api: OpenAPIBackend): void {
     for (const check of validators) {
       check(parameters);
       if (check.errors) errors.push(...check.errors);
-      else if (validator.coerceTypes) {
+      else if (this.coerceTypes) {
         coerced.query = parameters.query;
         coerced.params = parameters.path;
       }
     }
-    return { valid: errors.length === 0, coerced: coerced as unknown as RawRequest, errors: errors.length === 0 ? null : errors };
-  }) as typeof validator.validateRequest;
+    return { valid: errors.length === 0, coerced: coerced as unknown as Request, errors: errors.length === 0 ? null : errors };
+  }
+
+  /** The library's own validation, with the numeric parameters' text checked too. */
+  private validateStrictly(req: Request, operation?: Operation | string): ValidationResult<Request> {
+    const result = super.validateRequest(req, operation);
+    const op = typeof operation === 'string' ? this.router.getOperation(operation) : (operation ?? this.router.matchOperation(req));
+    if (!op) return result;
+    const { params, query } = this.router.parseRequest(req, op);
+    const errors = numericParameterErrors(op, { path: params, query });
+    if (errors.length === 0) return result;
+    return { ...result, valid: false, errors: [...(result.errors ?? []), ...errors] };
+  }
 }
 
 /** A parameter's text as a JSON integer / number literal: no sign on zero, no leading zeros, no hex. */
@@ -207,19 +237,6 @@ function numericParameterErrors(operation: Operation, parts: Record<string, unkn
   return errors;
 }
 
-/** The library's request validation, with the numeric parameters' text checked as above. */
-function withStrictNumbers(api: OpenAPIBackend, validate: OpenAPIBackend['validator']['validateRequest']) {
-  return (req: RawRequest, operation?: Operation | string): ValidationResult => {
-    const result = validate(req, operation);
-    const op = typeof operation === 'string' ? api.router.getOperation(operation) : (operation ?? api.router.matchOperation(req));
-    if (!op) return result;
-    const { params, query } = api.router.parseRequest(req, op);
-    const errors = numericParameterErrors(op, { path: params, query });
-    if (errors.length === 0) return result;
-    return { ...result, valid: false, errors: [...(result.errors ?? []), ...errors] };
-  };
-}
-
 /** Creates the router/validator for the contract; handlers are registered by the caller. */
 export async function createOpenApiBackend(): Promise<OpenAPIBackend> {
   const api = new OpenAPIBackend({
@@ -233,16 +250,17 @@ export async function createOpenApiBackend(): Promise<OpenAPIBackend> {
     customizeAjv: customizeAjv as never,
   });
   await api.init();
-  // The router rebuilds its operation list (a deep lodash pass over the spec) on every call, and
-  // calls it several times per request; the definition never changes after init, so build it once.
-  const operations = api.router.getOperations();
-  const byId = new Map(operations.map((operation) => [operation.operationId, operation]));
-  api.router.getOperations = () => operations;
-  api.router.getOperation = (operationId: string) => byId.get(operationId);
-  useCompiledRoutes(api, operations);
-  useLeanRequestParsing(api);
-  useLeanRequestValidation(api);
-  for (const operation of operations) {
+  // The one place our router and validator replace the library's (its public `router` and `validator`).
+  api.router = new FastRouter({ definition: api.definition, apiRoot: api.apiRoot, ignoreTrailingSlashes: api.ignoreTrailingSlashes });
+  api.validator = new FastValidator({
+    definition: api.definition,
+    ajvOpts: api.ajvOpts,
+    customizeAjv: api.customizeAjv,
+    router: api.router,
+    lazyCompileValidators: true,
+    coerceTypes: api.coerceTypes,
+  });
+  for (const operation of api.router.getOperations()) {
     api.validator.getRequestValidatorsForOperation(operation.operationId!);
   }
   return api;
