@@ -7,7 +7,7 @@ import { DomainError, HttpError, InvalidInputError, UnauthenticatedError, httpSt
 import { isDatabaseUnavailable } from './db/errors.ts';
 import { createOpenApiBackend } from './api/openapi.ts';
 import { readJsonBody } from './api/json-body.ts';
-import { checkResponsesOf } from './api/response-contract.ts';
+import { checkResponsesAgainstSpec } from './api/response-contract.ts';
 import { RequestValidationError, toValidationErrors } from './api/validation-errors.ts';
 import { checkPathEncoding, withStorableStrings } from './api/storable-strings.ts';
 import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type RequestState } from './api/context.ts';
@@ -248,7 +248,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
 
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
-  if (config.responseValidation === 'log') checkResponsesOf(app);
+  if (config.responseValidation === 'log') app.use(checkResponsesAgainstSpec());
   registerLiveStreams(app, liveStreams);
   registerDeliveryWorker(app, deliveryWorker);
 

@@ -1,7 +1,9 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Stream } from 'node:stream';
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { Middleware } from 'koa';
+import type { Document, Operation } from 'openapi-backend';
 import { createAjv } from './ajv.ts';
-import { loadSpec } from './openapi.ts';
+import { FastRouter, loadSpec } from './openapi.ts';
 
 /**
  * Checks responses against `spec/openapi.yaml` itself (no second copy of the contract): the status
@@ -32,7 +34,6 @@ export interface ContractViolation {
   problem: string;
 }
 
-const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 const SPEC_ID = 'openapi';
 
 /** JSON pointer segment, URI-escaped for a `$ref` fragment. */
@@ -40,10 +41,6 @@ const pointerSegment = (segment: string) => encodeURIComponent(segment.replace(/
 
 interface Route {
   operationId: string;
-  method: string;
-  template: string;
-  pattern: RegExp;
-  literalLength: number;
   responses: Node;
   /** JSON pointer of the operation's `responses`, for `$ref`s into the spec. */
   pointer: string;
@@ -64,47 +61,28 @@ function describeErrors(errors: ErrorObject[] | null | undefined): string {
 
 export class ResponseContract {
   private readonly spec: Node;
-  private readonly routes: Route[];
+  /** The server's own router, over the same spec: a response is judged by the operation that served it. */
+  private readonly router: FastRouter;
   private readonly ajv = createAjv();
   private readonly headerAjv = createAjv({ coerceTypes: true });
   private readonly validators = new Map<string, ValidateFunction>();
 
   constructor(spec: object = loadSpec()) {
     this.spec = spec as Node;
+    this.router = new FastRouter({ definition: spec as Document });
     this.ajv.addSchema(this.spec, SPEC_ID);
     this.headerAjv.addSchema(this.spec, SPEC_ID);
-    const routes: Route[] = [];
-    for (const [template, item] of Object.entries(this.spec.paths as Record<string, Node>)) {
-      for (const method of METHODS) {
-        const op = item[method] as Node | undefined;
-        if (!op) continue;
-        const pattern = new RegExp(
-          `^${template
-            .split(/\{[^}]+\}/)
-            .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-            .join('[^/]+')}$`,
-        );
-        routes.push({
-          operationId: String(op.operationId),
-          method: method.toUpperCase(),
-          template,
-          pattern,
-          literalLength: template.replace(/\{[^}]+\}/g, '').length,
-          responses: (op.responses as Node) ?? {},
-          pointer: `/paths/${pointerSegment(template)}/${method}/responses`,
-        });
-      }
-    }
-    // As the server routes: an exact path before a template, then the most literal template.
-    const isLiteral = (route: Route) => Number(!route.template.includes('{'));
-    this.routes = routes.sort((a, b) => isLiteral(b) - isLiteral(a) || b.literalLength - a.literalLength);
   }
 
-  /** The operation a request was routed to, as the server routes it. */
+  /** The operation a request was routed to, as the server routes it (HEAD as GET). */
   routeOf(method: string, path: string): Route | undefined {
-    const normalized = path.length > 1 ? path.replace(/\/+$/, '') : path;
-    const upper = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase();
-    return this.routes.find((route) => route.method === upper && route.pattern.test(normalized));
+    const operation: Operation | undefined = this.router.matchOperation({ method: method.toUpperCase() === 'HEAD' ? 'GET' : method, path, headers: {} });
+    if (!operation) return undefined;
+    return {
+      operationId: String(operation.operationId),
+      responses: (operation.responses as Node | undefined) ?? {},
+      pointer: `/paths/${pointerSegment(operation.path)}/${operation.method}/responses`,
+    };
   }
 
   /** Follows `$ref`s within the spec; returns the node and its JSON pointer. */
@@ -219,67 +197,47 @@ export class ResponseContract {
 /** Bodies larger than this are checked for status and headers only. */
 const MAX_CHECKED_BODY_BYTES = 8 * 1024 * 1024;
 
+const isJsonMediaType = (mediaType: string) => mediaType === 'application/json' || mediaType.endsWith('+json');
+
 /**
- * Wraps a Node request listener so that every response it writes is checked with `contract` once
- * finished; each violation goes to `report`. Works below Koa, so responses written directly on the
- * socket's response (the live stream) are checked too; a text/event-stream body is not kept.
+ * A Koa middleware, the app's first, that checks each response against `contract` once it has gone out
+ * and reports each violation: the status and headers as sent, the body as Koa serialises `ctx.body`.
+ * A response written past Koa (`ctx.respond = false`: the export, a live stream) is judged by its status
+ * and headers, an event stream as soon as they are out (it may never finish).
  */
-export function checkingResponses(
-  listener: (req: IncomingMessage, res: ServerResponse) => void,
-  contract: ResponseContract,
-  report: (violation: ContractViolation) => void,
-): (req: IncomingMessage, res: ServerResponse) => void {
-  return (req, res) => {
-    let status = 0;
-    let headers: Record<string, string | string[] | number | undefined> = {};
-    let chunks: Buffer[] | undefined = [];
-    let size = 0;
-    const writeHead = res.writeHead;
-    res.writeHead = function (this: ServerResponse, code: number, ...rest: unknown[]) {
-      status = code;
-      const given = rest.find((arg) => arg && typeof arg === 'object') as Record<string, string | string[] | number> | undefined;
-      headers = { ...this.getHeaders(), ...(Array.isArray(given) ? {} : given) } as typeof headers;
-      if (mediaTypeOf(headers['content-type'] ?? headers['Content-Type']) === 'text/event-stream') {
-        // A stream may never finish: judged by its status and headers now.
-        chunks = undefined;
-        checkOnce();
-      }
-      return writeHead.call(this, code, ...(rest as []));
-    } as typeof res.writeHead;
-    const keep = (chunk: unknown, encoding?: unknown) => {
-      if (!chunks || chunk === undefined || chunk === null || typeof chunk === 'function') return;
-      const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
-      size += buffer.length;
-      if (size > MAX_CHECKED_BODY_BYTES) chunks = undefined;
-      else chunks.push(buffer);
-    };
-    const write = res.write;
-    res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
-      keep(chunk, rest[0]);
-      return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
-    } as typeof res.write;
-    const end = res.end;
-    res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
-      keep(chunk, rest[0]);
-      return (end as (...args: unknown[]) => ServerResponse).call(this, chunk, ...rest);
-    } as typeof res.end;
+export function checkResponses(contract: ResponseContract, report: (violation: ContractViolation) => void): Middleware {
+  return async (ctx, next) => {
+    let body: Buffer | undefined;
     let checked = false;
-    const checkOnce = () => {
+    const check = () => {
       if (checked) return;
       checked = true;
-      if (!status) status = res.statusCode;
-      const violations = contract.check({
-        method: req.method ?? 'GET',
-        path: (req.url ?? '/').split('?')[0]!,
-        status,
-        headers,
-        body: chunks ? Buffer.concat(chunks) : undefined,
-      });
+      const response = { method: ctx.method, path: (ctx.req.url ?? '/').split('?')[0]!, status: ctx.res.statusCode, headers: ctx.res.getHeaders(), body };
+      const violations = contract.check(response);
+      const mediaType = mediaTypeOf(response.headers['content-type']);
+      // Its bytes are not seen here: a JSON body must go through Koa to be checked.
+      if (ctx.respond === false && isJsonMediaType(mediaType)) {
+        violations.push({ operation: contract.routeOf(ctx.method, response.path)?.operationId ?? '(no operation)', ...response, problem: 'a JSON body written past Koa (ctx.respond = false) cannot be checked' });
+      }
       violations.forEach(report);
     };
-    res.once('finish', checkOnce);
-    listener(req, res);
+    ctx.res.once('finish', check);
+    await next();
+    if (ctx.respond === false) {
+      if (ctx.res.headersSent && mediaTypeOf(ctx.res.getHeader('content-type')) === 'text/event-stream') check();
+      return;
+    }
+    // Koa sends no body for these statuses, whatever `ctx.body` holds.
+    body = ctx.status === 204 || ctx.status === 205 || ctx.status === 304 ? Buffer.alloc(0) : sentBodyOf(ctx.body);
   };
+}
+
+/** The bytes Koa sends for `body` (a string or Buffer as is, anything else as JSON); undefined when not kept. */
+function sentBodyOf(body: unknown): Buffer | undefined {
+  if (body === null || body === undefined) return undefined;
+  if (body instanceof Stream || body instanceof Blob || body instanceof ReadableStream || body instanceof Response) return undefined;
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+  return bytes.length > MAX_CHECKED_BODY_BYTES ? undefined : bytes;
 }
 
 /** The one line a server started with `RESPONSE_VALIDATION=log` writes to stderr for each violation. */
@@ -307,11 +265,7 @@ export function sharedResponseContract(): ResponseContract {
   return (sharedContract ??= new ResponseContract());
 }
 
-/**
- * Makes `app.callback()` (what `http.createServer`, `app.listen` and supertest use) check every
- * response against the spec, reporting to `violationSink`.
- */
-export function checkResponsesOf(app: { callback(): (req: IncomingMessage, res: ServerResponse) => unknown }): void {
-  const callback = app.callback.bind(app);
-  app.callback = () => checkingResponses(callback() as (req: IncomingMessage, res: ServerResponse) => void, sharedResponseContract(), (v) => violationSink.report(v));
+/** `checkResponses` with the process's shared contract, reporting to `violationSink` (RESPONSE_VALIDATION=log). */
+export function checkResponsesAgainstSpec(): Middleware {
+  return checkResponses(sharedResponseContract(), (violation) => violationSink.report(violation));
 }

@@ -5,7 +5,8 @@ import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { ResponseContract, checkingResponses, describeViolation, type ContractViolation } from '../../src/api/response-contract.ts';
+import Koa from 'koa';
+import { ResponseContract, checkResponses, describeViolation, type ContractViolation } from '../../src/api/response-contract.ts';
 import { loadSpec } from '../../src/api/openapi.ts';
 import { createApp } from '../../src/app.ts';
 import { createHttpServer } from '../../src/http-server.ts';
@@ -72,18 +73,15 @@ describe('response validation against spec/openapi.yaml', () => {
     ).to.deep.equal([]);
   });
 
-  it('checks what a request listener writes, and reports each violation', async () => {
+  it('checks what an app sends, and reports each violation', async () => {
     const reported: ContractViolation[] = [];
-    const listener = checkingResponses(
-      (_req, res) => {
-        res.setHeader('Content-Type', 'application/json');
-        res.statusCode = 418;
-        res.end('{"detail":"teapot"}');
-      },
-      contract,
-      (v) => reported.push(v),
-    );
-    const server = (await import('node:http')).createServer(listener);
+    const app = new Koa();
+    app.use(checkResponses(contract, (v) => reported.push(v)));
+    app.use((ctx) => {
+      ctx.status = 418;
+      ctx.body = { detail: 'teapot' };
+    });
+    const server = (await import('node:http')).createServer(app.callback());
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/readyz`);
