@@ -24,7 +24,9 @@ import { workspaceHandlers } from './api/handlers/workspaces.ts';
 import { billingHandlers } from './api/handlers/billing.ts';
 import { operationsHandlers } from './api/handlers/operations.ts';
 import { consoleHandlers } from './api/handlers/console.ts';
-import { Metrics, type PoolStats } from './observability/metrics.ts';
+import { Metrics } from './observability/metrics.ts';
+import { poolStatsOf } from './db/pool-stats.ts';
+import { outboundQueueDepth } from './outbound/queue-depth.ts';
 import { metricsTokenChecker } from './observability/metrics-token.ts';
 import { traceRequest } from './observability/request-tracing.ts';
 import { liveHandlers } from './api/handlers/live.ts';
@@ -95,8 +97,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
   const authenticator = new Authenticator(orm.em, config.credentialCacheTtlMs);
   const identity = new IdentityService(orm.em);
   const conversations = new ConversationService(orm.em, logger, config.ingestGroup);
-  // tarn's pool under MikroORM's knex, read at each scrape.
-  const metrics = new Metrics(() => orm.em.getConnection().getKnex().client.pool as PoolStats | undefined);
+  const metrics = new Metrics(() => poolStatsOf(orm));
   const observeSpend = (outcome: ChargeOutcome) => {
     metrics.recordSpend(outcome.chargedMicroUsd, outcome.depleted !== undefined);
     if (outcome.depleted) {
@@ -136,16 +137,7 @@ export async function createApp(deps: AppDeps): Promise<Koa<RequestState>> {
     { attempt: (type, outcome, seconds) => metrics.recordOutboundAttempt(type, outcome, seconds) },
     ingestPressure,
   );
-  metrics.trackOutboundQueueDepth(async () => {
-    const rows = await orm.em.getConnection().execute<{ pending: number }[]>(
-      // Deliveries due, plus messages not fanned out yet (their deliveries do not exist yet), plus
-      // conversations whose newest events are owed a message not made yet.
-      `select (select count(*) from webhook_deliveries where state = 'pending')::integer
-            + (select count(*) from webhook_messages where not fanned_out)::integer
-            + (select count(*) from conversations where webhook_events_from is not null)::integer as pending`,
-    );
-    return rows[0]!.pending;
-  });
+  metrics.trackOutboundQueueDepth(() => outboundQueueDepth(orm.em));
 
   const operationHandlers: OperationHandlers = {
     ...healthHandlers(deps.database),

@@ -1,12 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-
-/** What `/metrics` needs to know about the database pool (tarn's pool, under MikroORM's knex). */
-export interface PoolStats {
-  numUsed(): number;
-  numFree(): number;
-  numPendingAcquires(): number;
-  numPendingCreates(): number;
-}
+import type { PoolStats } from '../db/pool-stats.ts';
 
 /** Label used for requests that matched no operation of the spec (404s, 405s). */
 export const UNMATCHED_OPERATION = 'unmatched';
