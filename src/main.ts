@@ -2,12 +2,10 @@ import type { Server } from 'node:http';
 import { loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase, type Database } from './db/database.ts';
-import { createApp } from './app.ts';
-import { liveStreamsOf } from './live/live-streams.ts';
+import { createApp, type App } from './app.ts';
 import { listen } from './http-server.ts';
 import { RetentionService } from './retention/retention-service.ts';
 import { buildConsole, consoleIsBuilt } from './console/bundle.ts';
-import { deliveryWorkerOf } from './outbound/delivery-worker.ts';
 import { missingSecretKeysProblem } from './workspaces/setup.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { firstSuperAdminCommand, listeningUrl } from './startup-log.ts';
@@ -41,15 +39,15 @@ async function main(): Promise<void> {
     process.exit(0);
   }
   let server: Server;
-  let app: Awaited<ReturnType<typeof createApp>>;
+  let built: App;
   try {
     const keyProblem = await missingSecretKeysProblem(config, database.orm.em, logger);
     if (keyProblem) throw new Error(keyProblem);
-    app = await createApp({ config, logger, orm: database.orm, database });
+    built = await createApp({ config, logger, orm: database.orm, database });
     // A fresh clone has no built console: build it now so that the first page is not slow.
     if (!consoleIsBuilt()) logger.info({ ms: Math.round(await buildConsole()) }, 'console built');
-    if (config.outboundWebhooks.worker) await deliveryWorkerOf(app)!.start();
-    server = await listen(app, config);
+    if (config.outboundWebhooks.worker) await built.deliveryWorker.start();
+    server = await listen(built.app, config);
   } catch (error) {
     await database.close();
     throw error;
@@ -76,7 +74,7 @@ async function main(): Promise<void> {
     const retentionStopped = retention?.stop();
     // Live streams never finish by themselves: end them (clients resume elsewhere) while the
     // database they read from is still open.
-    await liveStreamsOf(app)?.close();
+    await built.liveStreams.close();
     const forced = setTimeout(() => {
       logger.warn('in-flight requests did not finish in time; closing connections');
       server.closeAllConnections();
@@ -89,7 +87,7 @@ async function main(): Promise<void> {
     clearTimeout(forced);
     await retentionStopped;
     // Attempts in flight finish (or are given up on and made again elsewhere) before the pool closes.
-    await deliveryWorkerOf(app)?.stop(config.shutdownGraceMs);
+    await built.deliveryWorker.stop(config.shutdownGraceMs);
     await database.close();
     logger.info({ ms: Date.now() - started }, 'stopped');
     process.exit(0);

@@ -5,16 +5,13 @@ import { UnauthenticatedError } from '../errors.ts';
 
 /**
  * Koa's per-request state holds the exact bytes of a JSON body, for operations that verify a
- * signature over them, the means to let go of the body, and what the access log and metrics say
- * about the request. Nothing else lives there: each service call is its own unit of work and forks
+ * signature over them, and what the access log and metrics say about the request. Nothing else lives there: each service call is its own unit of work and forks
  * its own EntityManager, and the caller comes from the operation's security results.
  */
 export interface RequestState {
   rawBody?: Buffer;
   /** The same body as JSON text, as `readJsonBody` decoded it (no byte order mark). */
   bodyText?: string;
-  /** Lets go of the body wherever this request holds it (see `releaseRequestBody`). */
-  releaseBody?: () => void;
   /** The spec's operationId, once the request matched one. */
   operationId?: string;
   /** The authenticated caller's user id (never a credential), for the access log. */
@@ -55,13 +52,15 @@ export function respond<T>(ctx: KoaContext, status: number, body: T): void {
 }
 
 /**
- * Lets go of the request body, raw and parsed, wherever this request holds it (our request object,
- * openapi-backend's parsed and coerced copies of it, the raw bytes), for a handler that has taken
- * what it needs and then waits: the webhook, for its group's commit. Otherwise every young-generation
- * collection during the wait copies the parsed events of every batch waiting.
+ * Lets go of the request body, parsed and raw, for a handler that has taken what it needs and then
+ * waits (the webhook, for its group's commit): else each collection during the wait copies it.
+ * Validation's own copies are already gone (the `preOperationHandler` of `contract-handlers.ts`).
  */
-export function releaseRequestBody(ctx: KoaContext): void {
-  ctx.state.releaseBody?.();
+export function releaseRequestBody(operation: OperationContext, ctx: KoaContext): void {
+  operation.request.body = undefined;
+  operation.request.requestBody = undefined;
+  ctx.state.rawBody = undefined;
+  ctx.state.bodyText = undefined;
 }
 
 /** The request body exactly as received (for signature verification); empty when there was none. */

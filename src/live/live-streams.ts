@@ -41,18 +41,6 @@ const DROP_GRACE_MS = 5_000;
 /** EventSource's reconnection delay we ask for. */
 const RETRY_MS = 1_000;
 
-const registry = new WeakMap<object, LiveStreams>();
-
-/** Remembers the live streams of an app, so that `main.ts` can end them on shutdown. */
-export function registerLiveStreams(app: object, live: LiveStreams): void {
-  registry.set(app, live);
-}
-
-/** The live streams of an app built by `createApp`. */
-export function liveStreamsOf(app: object): LiveStreams | undefined {
-  return registry.get(app);
-}
-
 /** A unit of work of one subscriber, done in order. */
 type Task =
   /** Send the stored events after the last one sent, up to `upTo` (Infinity: all there are). */

@@ -167,15 +167,3 @@ export class DeliveryWorker {
     }, delayMs);
   }
 }
-
-const workers = new WeakMap<object, DeliveryWorker>();
-
-/** Remembers the delivery worker of an app built by `createApp` (started by `main.ts`, or a test). */
-export function registerDeliveryWorker(app: object, worker: DeliveryWorker): void {
-  workers.set(app, worker);
-}
-
-/** The delivery worker of an app built by `createApp`. */
-export function deliveryWorkerOf(app: object): DeliveryWorker | undefined {
-  return workers.get(app);
-}

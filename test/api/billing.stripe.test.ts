@@ -238,7 +238,7 @@ describe('billing through Stripe Checkout', () => {
     it('credits once when duplicated deliveries race, on two server instances with their own pools', async () => {
       const secondOrm = await MikroORM.init(ormOptions(testDatabase().url, undefined, 5));
       try {
-        const second = await createApp({
+        const { app: second } = await createApp({
           config: { ...testConfig(), billing },
           logger: createLogger('silent'),
           orm: secondOrm,

@@ -96,7 +96,7 @@ describe('response validation against spec/openapi.yaml', () => {
   it('an app built for a test reports its violations to the harness (RESPONSE_VALIDATION=log), which fails the test', async () => {
     expect(testConfig().responseValidation).to.equal('log');
     const database = testDatabase();
-    const app = await createApp({
+    const { app } = await createApp({
       config: testConfig(),
       logger: createLogger('silent'),
       orm: database.orm,
@@ -246,7 +246,7 @@ describe("requests Node's HTTP parser refuses → the contract's JSON error body
   let close: () => void;
 
   before(async () => {
-    const app = await createApp({ config: testConfig(), logger: createLogger('silent'), orm: testDatabase().orm, database: testDatabase() });
+    const { app } = await createApp({ config: testConfig(), logger: createLogger('silent'), orm: testDatabase().orm, database: testDatabase() });
     const server = createHttpServer(app, testConfig());
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;

@@ -100,7 +100,7 @@ describe('HEAD on every GET operation', function () {
   let PATH_VALUES: Record<string, string>;
 
   before(async () => {
-    const app = await createApp({
+    const { app } = await createApp({
       config: { ...testConfig(), metricsToken: TEST_METRICS_TOKEN },
       logger: createLogger('silent'),
       orm: testDatabase().orm,

@@ -8,7 +8,7 @@ import { createApp } from '../../src/app.ts';
 import type { Config, OutboundWebhookConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { migrate } from '../../src/db/database.ts';
-import { deliveryWorkerOf, type DeliveryWorker } from '../../src/outbound/delivery-worker.ts';
+import type { DeliveryWorker } from '../../src/outbound/delivery-worker.ts';
 import { isForbiddenAddress } from '../../src/outbound/target-guard.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { testConfig, testDatabase } from '../helpers/hooks.ts';
@@ -78,8 +78,8 @@ const started: DeliveryWorker[] = [];
 async function outboundApp(outbound: Partial<OutboundWebhookConfig> = {}): Promise<OutboundApp> {
   const base = testConfig();
   const config: Config = { ...base, outboundWebhooks: { ...base.outboundWebhooks, ...FAST, ...outbound } };
-  const app = await createApp({ config, logger: createLogger('silent'), orm: testDatabase().orm, database: testDatabase() });
-  return { request: supertest(app.callback()), worker: deliveryWorkerOf(app)! };
+  const { app, deliveryWorker } = await createApp({ config, logger: createLogger('silent'), orm: testDatabase().orm, database: testDatabase() });
+  return { request: supertest(app.callback()), worker: deliveryWorker };
 }
 
 async function startWorker(app: OutboundApp): Promise<void> {

@@ -2,9 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { createApp } from '../../src/app.ts';
+import { createApp, type App } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
-import { liveStreamsOf } from '../../src/live/live-streams.ts';
 import { IdentityService } from '../../src/identity/identity-service.ts';
 import { ConflictError } from '../../src/errors.ts';
 import { minimalEvent } from '../fixtures/events.ts';
@@ -463,7 +462,7 @@ describe('suspension and revocation with a credential cache and open live stream
   const CHECK_MS = 150;
   let server: http.Server;
   let baseUrl: string;
-  let app: Awaited<ReturnType<typeof createApp>>;
+  let app: App;
 
   before(async () => {
     const database = testDatabase();
@@ -473,12 +472,12 @@ describe('suspension and revocation with a credential cache and open live stream
       orm: database.orm,
       database,
     });
-    server = http.createServer(app.callback());
+    server = http.createServer(app.app.callback());
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
   after(async () => {
-    await liveStreamsOf(app)?.close();
+    await app.liveStreams.close();
     await new Promise((resolve) => server.close(resolve));
   });
 

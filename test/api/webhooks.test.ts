@@ -298,7 +298,7 @@ describe('POST /api/v1/webhooks/events/{conversation_id} while the database is d
     // An ORM pointed at a port where nothing listens stands in for a database that went away.
     const orm = await MikroORM.init({ ...ormOptions('postgres://postgres@127.0.0.1:1/none'), connect: false });
     try {
-      const app = await createApp({
+      const { app } = await createApp({
         config: testConfig(),
         logger: createLogger('silent'),
         orm,

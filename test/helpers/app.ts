@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { Writable } from 'node:stream';
 import supertest from 'supertest';
 import type { Config } from '../../src/config.ts';
-import { createApp } from '../../src/app.ts';
+import { createApp, type App } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { testConfig, testDatabase } from './hooks.ts';
 import { captureLog } from './secret-scan.ts';
@@ -31,7 +31,7 @@ export async function createTestApp(
     },
   });
   const database = testDatabase();
-  const app = await createApp({
+  const { app } = await createApp({
     config: { ...testConfig(), ...overrides },
     logger: createLogger('debug', sink),
     orm: database.orm,
@@ -41,11 +41,11 @@ export async function createTestApp(
 }
 
 /** The app listening on a free loopback port with the local checkout (for browsers); `close` stops it. */
-export async function listenTestApp(): Promise<{ app: Awaited<ReturnType<typeof createApp>>; baseUrl: string; close(): Promise<void> }> {
+export async function listenTestApp(): Promise<{ liveStreams: App['liveStreams']; baseUrl: string; close(): Promise<void> }> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const database = testDatabase();
-  const app = await createApp({
+  const { app, liveStreams } = await createApp({
     config: { ...testConfig(), billing: { ...testConfig().billing, provider: 'local', publicBaseUrl: baseUrl } },
     logger: createLogger('silent'),
     orm: database.orm,
@@ -53,5 +53,5 @@ export async function listenTestApp(): Promise<{ app: Awaited<ReturnType<typeof 
   });
   const server: Server = app.listen(port, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
-  return { app, baseUrl, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return { liveStreams, baseUrl, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }

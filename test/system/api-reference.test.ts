@@ -63,7 +63,7 @@ describe('GET /docs in headless Chromium', function () {
 
   before(async function () {
     browser = await launchBrowserOrSkip(this);
-    const app = await createApp({
+    const { app } = await createApp({
       config: testConfig(),
       logger: createLogger('silent'),
       orm: testDatabase().orm,

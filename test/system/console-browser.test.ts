@@ -9,7 +9,6 @@ import { expect } from 'chai';
 import { parse } from 'yaml';
 import type { Browser, Page } from 'playwright-core';
 import { buildConsole } from '../../src/console/bundle.ts';
-import { liveStreamsOf } from '../../src/live/live-streams.ts';
 import { minimalEvent } from '../fixtures/events.ts';
 import { launchBrowserOrSkip } from '../helpers/browser.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
@@ -65,7 +64,7 @@ describe('console in a browser (headless Chromium)', function () {
   });
   after(async () => {
     await browser?.close();
-    if (listening) await liveStreamsOf(listening.app)?.close();
+    if (listening) await listening.liveStreams.close();
     await listening?.close();
   });
   beforeEach(async () => {

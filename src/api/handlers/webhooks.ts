@@ -22,7 +22,7 @@ export function webhookHandlers(
       const ingested = conversations.ingest(principalOf(operation), conversation_id, events);
       // The batch took what it stores; it now waits for its group's commit without the parsed body
       // (nor this function's frame: an async function's would keep `events` until it returns).
-      releaseRequestBody(ctx);
+      releaseRequestBody(operation, ctx);
       return ingested.then((result) => {
         observeIngest?.(kinds, result);
         respond<components['schemas']['Success']>(ctx, 200, { success: true });

@@ -1,0 +1,40 @@
+import type { Services } from '../services.ts';
+import type { OperationHandlers } from './context.ts';
+import { accountHandlers } from './handlers/account.ts';
+import { auditHandlers } from './handlers/audit.ts';
+import { billingHandlers } from './handlers/billing.ts';
+import { consoleHandlers } from './handlers/console.ts';
+import { conversationHandlers } from './handlers/conversations.ts';
+import { healthHandlers } from './handlers/health.ts';
+import { liveHandlers } from './handlers/live.ts';
+import { operationsHandlers } from './handlers/operations.ts';
+import { outboundWebhookHandlers } from './handlers/outbound-webhooks.ts';
+import { superAdminHandlers } from './handlers/super-admins.ts';
+import { userHandlers } from './handlers/users.ts';
+import { verifiedModelHandlers } from './handlers/verified-models.ts';
+import { webhookHandlers } from './handlers/webhooks.ts';
+import { workspaceHandlers } from './handlers/workspaces.ts';
+
+/** Every operation's handler, by operationId, over the services. */
+export function operationHandlers(services: Services): OperationHandlers {
+  const { metrics, ingestPressure } = services;
+  return {
+    ...healthHandlers(services.database),
+    ...webhookHandlers(services.conversations, services.conversationInfos, (kinds, result) => {
+      metrics.recordWebhookBatch(kinds, result);
+      ingestPressure.note();
+    }),
+    ...conversationHandlers(services.conversations),
+    ...verifiedModelHandlers(services.verifiedModels),
+    ...superAdminHandlers(services.identity),
+    ...accountHandlers(services.identity),
+    ...userHandlers(services.identity),
+    ...auditHandlers(services.audit),
+    ...workspaceHandlers(services.workspaces),
+    ...billingHandlers(services.billing, services.spend),
+    ...operationsHandlers(metrics),
+    ...liveHandlers(services.conversations, services.liveStreams, services.streamTickets),
+    ...consoleHandlers(),
+    ...outboundWebhookHandlers(services.webhookEndpoints),
+  };
+}
