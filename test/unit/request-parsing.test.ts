@@ -1,12 +1,46 @@
 import { expect } from 'chai';
 import { OpenAPIBackend } from 'openapi-backend';
 import { createAjv } from '../../src/api/ajv.ts';
-import { createOpenApiBackend, loadSpec } from '../../src/api/openapi.ts';
+import { FastRouter, FastValidator, createOpenApiBackend, loadSpec } from '../../src/api/openapi.ts';
 import { minimalEvent } from '../fixtures/events.ts';
 import { webhookPath } from '../helpers/webhook.ts';
 
 /** The lean request parsing and validation (src/api/openapi.ts) must give what openapi-backend's own code gives. */
 describe('request parsing and validation', () => {
+  it("routes as openapi-backend's own router, found, 404 or 405, for every operation's path", async function () {
+    this.timeout(30_000);
+    const lean = await createOpenApiBackend();
+    expect(lean.router).to.be.instanceOf(FastRouter);
+    expect(lean.validator).to.be.instanceOf(FastValidator);
+    const reference = new OpenAPIBackend({ definition: loadSpec(), quick: true });
+    await reference.init();
+    const outcome = (route: () => unknown) => {
+      try {
+        return (route() as { operationId?: string } | undefined)?.operationId ?? 'none';
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    const paths = lean.router.getOperations().flatMap((operation) => {
+      const path = operation.path.replace(/\{[^}]+\}/g, '0b8a4a2e-8d5e-4d8f-9c1f-3f1f0e0c9a11');
+      return [path, `${path}/`, `${path}/extra`];
+    });
+    const seen = new Set<string>();
+    for (const path of [...paths, '/no/such/path']) {
+      for (const method of ['GET', 'POST', 'DELETE']) {
+        const request = { method, path, headers: {} };
+        for (const strict of [false, true]) {
+          const expected = outcome(() => reference.router.matchOperation(request, strict));
+          expect(outcome(() => lean.router.matchOperation(request, strict)), `${method} ${path}`).to.equal(expected);
+          seen.add(expected.split(':')[0]!);
+        }
+      }
+    }
+    // Found, not found and method not allowed were all compared.
+    expect(seen).to.include.members(['none', '404-notFound', '405-methodNotAllowed']);
+    expect(seen.size).to.be.greaterThan(10);
+  });
+
   it("gives the same parsed request as openapi-backend's own parser, for every operation", async function () {
     this.timeout(30_000);
     const lean = await createOpenApiBackend();
