@@ -62,6 +62,14 @@ export interface paths {
          *       server-configured maximum (`BODY_LIMIT_BYTES`, default 10 MiB). A larger body → 413.
          *     - `ReasoningItemModel.encrypted_content`, secrets and tokens are never logged;
          *       `encrypted_content` is stored but reads back as null (it is never rendered).
+         *     - **Compatibility policy** (`WEBHOOK_EVENT_COMPATIBILITY`). `strict` (the default): exactly
+         *       this contract; an event of a kind not in `EventKind`, or with a property its schema does
+         *       not list, is a 422. `accept-unknown`: such an event is stored as sent (its text, no
+         *       defaults filled in for an unknown kind) instead of refused, and reads back with
+         *       `unrecognized` on its `StoredEvent`; it counts in the conversation's
+         *       `unrecognized_event_count`. Every other rule still holds: a known kind with a missing
+         *       required field or a wrong type is a 422, and an unknown kind needs a string `kind` of 1–64
+         *       characters and, when it has one, a valid `id`.
          */
         post: operations["ingestEvents"];
         delete?: never;
@@ -1586,7 +1594,7 @@ export interface components {
          * @description Name of an event kind; the value of `kind` in an event.
          * @enum {string}
          */
-        EventKind: "ServerErrorEvent" | "ACPToolCallEvent" | "Condensation" | "CondensationRequest" | "CondensationSummaryEvent" | "ConversationErrorEvent" | "ConversationStateUpdateEvent" | "HookExecutionEvent" | "LLMCompletionLogEvent" | "ActionEvent" | "MessageEvent" | "AgentErrorEvent" | "ObservationEvent" | "UserRejectObservation" | "SystemPromptEvent" | "StreamingDeltaEvent" | "TokenEvent" | "InterruptEvent" | "PauseEvent";
+        EventKind: "ServerErrorEvent" | "ACPToolCallEvent" | "Condensation" | "CondensationRequest" | "CondensationSummaryEvent" | "ConversationErrorEvent" | "ConversationStateUpdateEvent" | "HookExecutionEvent" | "LLMCompletionLogEvent" | "ActionEvent" | "MessageEvent" | "AgentErrorEvent" | "ObservationEvent" | "UserRejectObservation" | "SystemPromptEvent" | "StreamingDeltaEvent" | "TokenEvent" | "InterruptEvent" | "PauseEvent" | "SecurityAnalysisEvent" | "AskUserRequestEvent" | "AskUserResponseEvent";
         /**
          * @description Source of an event: `agent` (the agent and its LLM), `user` (the person driving the
          *     conversation), `environment` (the runtime, tools and conversation machinery) or `hook` (a
@@ -1811,7 +1819,7 @@ export interface components {
          *       legacy event; events sharing a `parent_id` are sibling branches.
          *     - `kind`: the event name (discriminator).
          */
-        Event: components["schemas"]["ServerErrorEvent"] | components["schemas"]["ACPToolCallEvent"] | components["schemas"]["Condensation"] | components["schemas"]["CondensationRequest"] | components["schemas"]["CondensationSummaryEvent"] | components["schemas"]["ConversationErrorEvent"] | components["schemas"]["ConversationStateUpdateEvent"] | components["schemas"]["HookExecutionEvent"] | components["schemas"]["LLMCompletionLogEvent"] | components["schemas"]["ActionEvent"] | components["schemas"]["MessageEvent"] | components["schemas"]["AgentErrorEvent"] | components["schemas"]["ObservationEvent"] | components["schemas"]["UserRejectObservation"] | components["schemas"]["SystemPromptEvent"] | components["schemas"]["StreamingDeltaEvent"] | components["schemas"]["TokenEvent"] | components["schemas"]["InterruptEvent"] | components["schemas"]["PauseEvent"];
+        Event: components["schemas"]["ServerErrorEvent"] | components["schemas"]["ACPToolCallEvent"] | components["schemas"]["Condensation"] | components["schemas"]["CondensationRequest"] | components["schemas"]["CondensationSummaryEvent"] | components["schemas"]["ConversationErrorEvent"] | components["schemas"]["ConversationStateUpdateEvent"] | components["schemas"]["HookExecutionEvent"] | components["schemas"]["LLMCompletionLogEvent"] | components["schemas"]["ActionEvent"] | components["schemas"]["MessageEvent"] | components["schemas"]["AgentErrorEvent"] | components["schemas"]["ObservationEvent"] | components["schemas"]["UserRejectObservation"] | components["schemas"]["SystemPromptEvent"] | components["schemas"]["StreamingDeltaEvent"] | components["schemas"]["TokenEvent"] | components["schemas"]["InterruptEvent"] | components["schemas"]["PauseEvent"] | components["schemas"]["SecurityAnalysisEvent"] | components["schemas"]["AskUserRequestEvent"] | components["schemas"]["AskUserResponseEvent"];
         /**
          * @description Unique event id (ULID or UUID), unique per conversation; see `Event`. Unlike the payload,
          *     the id is a key: at most 255 characters, without `\u0000` or a lone surrogate (paired surrogates,
@@ -1873,6 +1881,11 @@ export interface components {
              * @default false
              */
             is_error: boolean;
+            /**
+             * @description Extension (SDK after 1.43.1, see CHANGELOG): the `tool_call_id` of the tool call that
+             *     spawned the ACP sub-agent making this call; null or absent for the main agent's own calls.
+             */
+            parent_tool_call_id?: string | null;
         };
         /**
          * @description Lists the event ids removed from the view given to the LLM. When `summary_offset` is
@@ -2394,6 +2407,204 @@ export interface components {
             parent_id?: string | null;
         };
         /**
+         * @description Extension (SDK after 1.43.1, `openhands-sdk` `event/security.py`; see CHANGELOG): the risk
+         *     levels the configured security analyzer gave a batch of actions the agent is about to run,
+         *     whatever the confirmation policy then does. Not shown to the LLM. Closed, like the SDK model.
+         * @example {
+         *       "kind": "SecurityAnalysisEvent",
+         *       "id": "0193a5f0-0000-7000-8000-000000000101",
+         *       "timestamp": "2026-11-27T09:00:01.001111",
+         *       "source": "environment",
+         *       "parent_id": null,
+         *       "analyzer": "LLMSecurityAnalyzer",
+         *       "policy": "ConfirmRisky",
+         *       "risks": {
+         *         "0193a5f0-0000-7000-8000-000000000191": "HIGH"
+         *       },
+         *       "details": {
+         *         "0193a5f0-0000-7000-8000-000000000191": {
+         *           "rationale": "deletes files outside the workspace"
+         *         }
+         *       }
+         *     }
+         */
+        SecurityAnalysisEvent: {
+            /**
+             * @description Event kind (discriminator). (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            kind: "SecurityAnalysisEvent";
+            id?: components["schemas"]["EventId"];
+            /** @description Event timestamp; see `Event`. */
+            timestamp?: string;
+            /**
+             * @description Source of the event (`EventSource`); defaults to `environment` for this kind.
+             * @default environment
+             * @enum {string}
+             */
+            source: "agent" | "user" | "environment" | "hook";
+            /** @description Parent event id; see `Event`. */
+            parent_id?: string | null;
+            /** @description Kind of the security analyzer that produced the risks (e.g. `LLMSecurityAnalyzer`). */
+            analyzer: string;
+            /** @description Kind of the confirmation policy in force (e.g. `ConfirmRisky`, `NeverConfirm`). */
+            policy: string;
+            /** @description Risk level per analyzed action, keyed by the ActionEvent's id. */
+            risks: {
+                [key: string]: components["schemas"]["SecurityRisk"];
+            };
+            /** @description Analyzer-specific detail per action (probabilities, rationale, …), keyed by the ActionEvent's id. */
+            details?: {
+                [key: string]: {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        /** @description One selectable answer of an `AskUserQuestion` (SDK `QuestionOption`). */
+        AskUserQuestionOption: {
+            /** @description Stable option id, the answer's key. */
+            id: string;
+            /** @description Label shown to the user. */
+            label: string;
+            /** @description Longer explanation of the option, if any. */
+            description?: string | null;
+        };
+        /** @description One structured question of an `AskUserRequestEvent` (SDK `QuestionInfo`). */
+        AskUserQuestion: {
+            /** @description Stable question id, the key of its answer. */
+            id: string;
+            /** @description The question shown to the user. */
+            question: string;
+            /** @description Selectable options; empty for a free-form question. */
+            options?: components["schemas"]["AskUserQuestionOption"][];
+            /**
+             * @description Whether the user may select more than one option.
+             * @default false
+             */
+            multi_select: boolean;
+        };
+        /** @description The user's selection for one question (SDK `AskUserAnswer`). */
+        AskUserAnswer: {
+            /** @description Id of the selected option. */
+            option_id: string;
+            /** @description Label of the option when it was answered. */
+            label: string;
+        };
+        /**
+         * @description Extension (SDK after 1.43.1, `openhands-sdk` `event/ask_user.py`; see CHANGELOG): the agent
+         *     paused to ask the user structured questions (the `ask_user` tool); answered by an
+         *     `AskUserResponseEvent` with the same `request_id`. Not shown to the LLM. Closed.
+         * @example {
+         *       "kind": "AskUserRequestEvent",
+         *       "id": "0193a5f0-0000-7000-8000-000000000103",
+         *       "timestamp": "2026-11-27T09:00:03.003333",
+         *       "source": "agent",
+         *       "parent_id": null,
+         *       "request_id": "req_1",
+         *       "questions": [
+         *         {
+         *           "id": "q_db",
+         *           "question": "Which database should the migration target?",
+         *           "options": [
+         *             {
+         *               "id": "pg",
+         *               "label": "PostgreSQL",
+         *               "description": null
+         *             }
+         *           ],
+         *           "multi_select": false
+         *         }
+         *       ],
+         *       "action_id": "0193a5f0-0000-7000-8000-000000000193",
+         *       "tool_call_id": "call_ask_1",
+         *       "tool_name": "ask_user",
+         *       "timeout_seconds": 300
+         *     }
+         */
+        AskUserRequestEvent: {
+            /**
+             * @description Event kind (discriminator). (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            kind: "AskUserRequestEvent";
+            id?: components["schemas"]["EventId"];
+            /** @description Event timestamp; see `Event`. */
+            timestamp?: string;
+            /**
+             * @description Source of the event (`EventSource`); defaults to `agent` for this kind.
+             * @default agent
+             * @enum {string}
+             */
+            source: "agent" | "user" | "environment" | "hook";
+            /** @description Parent event id; see `Event`. */
+            parent_id?: string | null;
+            /** @description Id of this request, distinct from the tool call's. */
+            request_id: string;
+            /** @description The questions asked. */
+            questions: components["schemas"]["AskUserQuestion"][];
+            /** @description Id of the ActionEvent this request resolves. */
+            action_id: string;
+            /** @description Tool call id this request resolves. */
+            tool_call_id: string;
+            /**
+             * @description Name of the tool that raised the request.
+             * @default ask_user
+             */
+            tool_name: string;
+            /** @description Per-request timeout in seconds (> 0), or null for the agent-server's default. */
+            timeout_seconds?: number | null;
+        };
+        /**
+         * @description Extension (SDK after 1.43.1, `openhands-sdk` `event/ask_user.py`; see CHANGELOG): the answer
+         *     to an `AskUserRequestEvent` (`accept` with answers, `decline` or `cancel`, as MCP
+         *     elicitation); `source: environment` when the agent-server answered it itself (timeout,
+         *     close). Closed.
+         * @example {
+         *       "kind": "AskUserResponseEvent",
+         *       "id": "0193a5f0-0000-7000-8000-000000000105",
+         *       "timestamp": "2026-11-27T09:00:05.005555",
+         *       "source": "user",
+         *       "parent_id": null,
+         *       "request_id": "req_1",
+         *       "action": "accept",
+         *       "answers": {
+         *         "q_db": {
+         *           "option_id": "pg",
+         *           "label": "PostgreSQL"
+         *         }
+         *       }
+         *     }
+         */
+        AskUserResponseEvent: {
+            /**
+             * @description Event kind (discriminator). (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            kind: "AskUserResponseEvent";
+            id?: components["schemas"]["EventId"];
+            /** @description Event timestamp; see `Event`. */
+            timestamp?: string;
+            /**
+             * @description Source of the event (`EventSource`); defaults to `user` for this kind.
+             * @default user
+             * @enum {string}
+             */
+            source: "agent" | "user" | "environment" | "hook";
+            /** @description Parent event id; see `Event`. */
+            parent_id?: string | null;
+            /** @description Id of the request answered. */
+            request_id: string;
+            /**
+             * @description How the user answered.
+             * @enum {string}
+             */
+            action: "accept" | "decline" | "cancel";
+            /** @description Answers by question id; only for `accept`. */
+            answers?: {
+                [key: string]: components["schemas"]["AskUserAnswer"];
+            };
+        };
+        /**
          * @description The SDK's `ConversationExecutionStatus` values.
          * @enum {string}
          */
@@ -2606,6 +2817,11 @@ export interface components {
             accumulated_cost_usd: number;
             /** @description `accumulated_cost_usd` in micro-dollars (millionths of a US dollar): exact. */
             accumulated_cost_micro_usd: number;
+            /**
+             * @description How many of the conversation's stored events carry `unrecognized` (stored under the
+             *     `accept-unknown` policy with a kind or properties the spec does not know); 0 under `strict`.
+             */
+            unrecognized_event_count: number;
         };
         /** @description One page of conversations. */
         ConversationPage: {
@@ -2623,7 +2839,49 @@ export interface components {
              * @description When the server stored the event.
              */
             received_at: string;
-            event: components["schemas"]["Event"];
+            unrecognized?: components["schemas"]["Unrecognized"];
+            /**
+             * @description The event as stored. With `unrecognized` (stored under the `accept-unknown` policy) it is
+             *     an event of a kind the spec does not know, or a known kind with properties the spec does
+             *     not know: it is then returned exactly as sent and need not fit `Event`.
+             */
+            event: components["schemas"]["Event"] | components["schemas"]["UnrecognizedEvent"];
+        };
+        /**
+         * @description Present on a `StoredEvent` stored under the `accept-unknown` compatibility policy
+         *     (`WEBHOOK_EVENT_COMPATIBILITY`, see `ingestEvents`) that the contract does not fully know;
+         *     absent for every event the contract knows.
+         * @example {
+         *       "kind": true,
+         *       "properties": []
+         *     }
+         * @example {
+         *       "kind": false,
+         *       "properties": [
+         *         "$.parent_tool_call_id"
+         *       ]
+         *     }
+         */
+        Unrecognized: {
+            /** @description True when the event's `kind` is not one of `EventKind` (the whole event is then unknown, `properties` is empty). */
+            kind: boolean;
+            /**
+             * @description For a known kind: the properties the spec does not know, as JSONPath expressions from
+             *     the event (`$.classification.detail`, `$.llm_message.content[0].citations`), in document
+             *     order; at most 100, each cut to 1,000 characters.
+             */
+            properties: string[];
+        };
+        /**
+         * @description An event stored under the `accept-unknown` policy as sent (see `StoredEvent.unrecognized`):
+         *     a `kind` (1–64 characters) and an optional `id` (`EventId`); anything else as the runtime sent it.
+         */
+        UnrecognizedEvent: {
+            /** @description The event kind as sent. */
+            kind: string;
+            id?: components["schemas"]["EventId"];
+        } & {
+            [key: string]: unknown;
         };
         /** @description One page of stored events. */
         EventPage: {
@@ -3780,6 +4038,7 @@ export interface operations {
                      *           "metrics": null,
                      *           "accumulated_cost_usd": 0,
                      *           "accumulated_cost_micro_usd": 0,
+                     *           "unrecognized_event_count": 0,
                      *           "parent_conversation_id": null,
                      *           "sub_conversation_ids": [],
                      *           "forked_from_conversation_id": null,
@@ -3929,7 +4188,8 @@ export interface operations {
                      *       "forked_from_conversation_id": null,
                      *       "tags": {},
                      *       "accumulated_cost_usd": 0.0123,
-                     *       "accumulated_cost_micro_usd": 12300
+                     *       "accumulated_cost_micro_usd": 12300,
+                     *       "unrecognized_event_count": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
@@ -3986,7 +4246,8 @@ export interface operations {
                      *       "forked_from_conversation_id": null,
                      *       "tags": {},
                      *       "accumulated_cost_usd": 0,
-                     *       "accumulated_cost_micro_usd": 0
+                     *       "accumulated_cost_micro_usd": 0,
+                     *       "unrecognized_event_count": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];

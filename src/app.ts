@@ -25,11 +25,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const { config, logger } = deps;
   const services = buildServices(deps);
   const api = await createOpenApiBackend();
-  api.register({
-    // Strings PostgreSQL cannot store (`\u0000`, lone surrogates) → 422 naming the field.
-    ...withStorableStrings(operationHandlers(services)),
-    ...contractHandlers(api, config),
-  });
+  // Strings PostgreSQL cannot store (`\u0000`, lone surrogates) → 422 naming the field.
+  const handlers = withStorableStrings(operationHandlers(services));
+  api.register({ ...handlers, ...contractHandlers(api, config, handlers) });
   for (const [scheme, handler] of Object.entries(securityHandlers(services.authenticator, services.streamTickets, config.metricsToken))) {
     api.registerSecurityHandler(scheme, handler);
   }

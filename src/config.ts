@@ -58,6 +58,11 @@ export interface Config {
   readonly bodyLimitBytes: number;
   /** Upper bound on the 422 error list, so a huge bad batch cannot produce a huge response. */
   readonly maxValidationErrors: number;
+  /**
+   * `WEBHOOK_EVENT_COMPATIBILITY`: `strict` refuses (422) events of kinds, or with properties, the
+   * spec does not know; `accept-unknown` stores them as sent and flags them (docs/agent-server.md).
+   */
+  readonly webhookEventCompatibility: WebhookEventCompatibility;
   /** How long a verified credential is trusted without asking the database again. */
   readonly credentialCacheTtlMs: number;
   /** Time given to in-flight requests on SIGTERM/SIGINT before the process gives up on them. */
@@ -207,6 +212,15 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return value;
 }
 
+/** What the webhook does with events the spec does not know (see `Config.webhookEventCompatibility`). */
+export type WebhookEventCompatibility = 'strict' | 'accept-unknown';
+
+function webhookEventCompatibilityOf(value: string | undefined): WebhookEventCompatibility {
+  if (!value || value === 'strict') return 'strict';
+  if (value === 'accept-unknown') return 'accept-unknown';
+  throw new ConfigError(`WEBHOOK_EVENT_COMPATIBILITY must be strict or accept-unknown, got "${value}"`);
+}
+
 function responseValidationOf(value: string | undefined): 'off' | 'log' {
   if (!value || value === 'off') return 'off';
   if (value === 'log') return 'log';
@@ -267,6 +281,7 @@ export function loadConfig(env: Env = process.env): Config {
     responseValidation: responseValidationOf(env.RESPONSE_VALIDATION),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxValidationErrors: integer(env, 'MAX_VALIDATION_ERRORS', 100, 1, 10_000),
+    webhookEventCompatibility: webhookEventCompatibilityOf(env.WEBHOOK_EVENT_COMPATIBILITY?.trim()),
     credentialCacheTtlMs,
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
 

@@ -2,6 +2,9 @@ import type { ParameterizedContext } from 'koa';
 import type { Context as OperationContext } from 'openapi-backend';
 import type { Principal } from '../identity/authenticator.ts';
 import { UnauthenticatedError } from '../errors.ts';
+import type { components } from '../../generated/openapi.ts';
+
+type Unrecognized = components['schemas']['Unrecognized'];
 
 /**
  * Koa's per-request state holds the exact bytes of a JSON body, for operations that verify a
@@ -16,6 +19,8 @@ export interface RequestState {
   operationId?: string;
   /** The authenticated caller's user id (never a credential), for the access log. */
   userId?: string;
+  /** `accept-unknown`: per event of an admitted webhook batch, what the contract does not know of it (see `admitsUnrecognizedEvents`). */
+  unrecognizedEvents?: (Unrecognized | null)[];
 }
 
 export type KoaContext = ParameterizedContext<RequestState>;

@@ -5,7 +5,8 @@ import { HttpError, UnauthenticatedError } from '../errors.ts';
 import { requirePermission, type Authenticator, type Permission } from '../identity/authenticator.ts';
 import type { StreamTickets } from '../live/stream-tickets.ts';
 import { metricsTokenChecker } from '../observability/metrics-token.ts';
-import { callerIdOf, principalOf, type KoaContext, type RequestState } from './context.ts';
+import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type RequestState } from './context.ts';
+import { EventCompatibility, admitsUnrecognizedEvents } from './event-compatibility.ts';
 import { readJsonBody } from './json-body.ts';
 import { checkPathEncoding } from './storable-strings.ts';
 import { RequestValidationError, toValidationErrors } from './validation-errors.ts';
@@ -32,7 +33,13 @@ export function serveOperations(api: OpenAPIBackend): Middleware<RequestState> {
  * openapi-backend's special handlers, which make the contract's answers: the permission check and the
  * body read after security, 404/405/401/422/501 as the contract's errors.
  */
-export function contractHandlers(api: OpenAPIBackend, config: Pick<Config, 'bodyLimitBytes' | 'maxValidationErrors'>) {
+export function contractHandlers(
+  api: OpenAPIBackend,
+  config: Pick<Config, 'bodyLimitBytes' | 'maxValidationErrors' | 'webhookEventCompatibility'>,
+  handlers: OperationHandlers,
+) {
+  const eventCompatibility =
+    config.webhookEventCompatibility === 'accept-unknown' ? new EventCompatibility(api.definition.components!.schemas as Record<string, unknown>) : undefined;
   return {
     async postSecurityHandler(c: OperationContext, ctx: KoaContext, request: OpenApiRequest) {
       ctx.state.operationId = c.operation.operationId;
@@ -76,7 +83,9 @@ export function contractHandlers(api: OpenAPIBackend, config: Pick<Config, 'body
       // Prefer "invalid credential" over "missing header" when the caller sent one of the schemes.
       throw errors.find((e) => e.message.startsWith('Invalid')) ?? errors[0] ?? new UnauthenticatedError('Not authenticated');
     },
-    validationFail(c: OperationContext) {
+    validationFail(c: OperationContext, ctx: KoaContext) {
+      // accept-unknown: a batch refused only for kinds or properties the spec does not know is stored, flagged.
+      if (eventCompatibility && admitsUnrecognizedEvents(eventCompatibility, c, ctx)) return handlers.ingestEvents!(c, ctx);
       const validated = {
         requestBody: c.request.requestBody,
         path: c.request.params,

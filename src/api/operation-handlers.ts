@@ -20,8 +20,8 @@ export function operationHandlers(services: Services): OperationHandlers {
   const { metrics, ingestPressure } = services;
   return {
     ...healthHandlers(services.database),
-    ...webhookHandlers(services.conversations, services.conversationInfos, (kinds, result) => {
-      metrics.recordWebhookBatch(kinds, result);
+    ...webhookHandlers(services.conversations, services.conversationInfos, (kinds, result, unrecognized) => {
+      metrics.recordWebhookBatch(kinds, result, unrecognized);
       ingestPressure.note();
     }),
     ...conversationHandlers(services.conversations),

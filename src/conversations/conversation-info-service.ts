@@ -9,6 +9,7 @@ import { canonicalUuid } from '../uuid.ts';
 import { chargeConversationSpend, usageCostsOf, type ChargeOutcome } from '../spend/spend-ledger.ts';
 import * as queries from './queries.ts';
 import { readConversationView } from './views.ts';
+import { combinedMetricsOf } from './combined-metrics.ts';
 
 export type ConversationInfo = components['schemas']['ConversationInfo'];
 type ConversationView = components['schemas']['Conversation'];
@@ -72,9 +73,12 @@ export class ConversationInfoService {
     const updatedAt = updatedAtOf(info.updated_at);
     // Before the secret-looking keys go: a usage id is a key too, and its spend is charged whatever its name.
     const usages = usageCostsOf(info);
+    // Today's agent-server sends `metrics: null` and the costs in `stats`: the same metrics, derived.
+    const derivedMetrics = info.metrics == null ? combinedMetricsOf(info.stats) : null;
     stripSecretLookingKeys(info);
     const infoText = stringifyJson(info);
-    const metricsText = info.metrics == null ? null : stringifyJson(info.metrics);
+    const metrics = info.metrics ?? derivedMetrics;
+    const metricsText = metrics == null ? null : stringifyJson(metrics);
     const titleText = info.title == null ? null : JSON.stringify(info.title);
 
     const knex = this.em.getConnection().getKnex();

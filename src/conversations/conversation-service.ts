@@ -8,6 +8,7 @@ import { isDatabaseUnavailable } from '../db/errors.ts';
 import { canonicalUuid } from '../uuid.ts';
 import { stringifyJson } from '../lossless-json.ts';
 import { executionStatusAfter } from './execution-status.ts';
+import { combinedMetricsOf, statsOfStateUpdate } from './combined-metrics.ts';
 import { isoInstant } from './event-time.ts';
 import { eventPageBody, toStoredEventJson } from './mapper.ts';
 import { searchableTitle } from './conversation-info-service.ts';
@@ -31,6 +32,7 @@ import { GroupCommitter, type GroupCommitOptions } from './group-commit.ts';
 
 export type Event = components['schemas']['Event'];
 export type EventKind = components['schemas']['EventKind'];
+type Unrecognized = components['schemas']['Unrecognized'];
 type ConversationView = components['schemas']['Conversation'];
 type ConversationPage = components['schemas']['ConversationPage'];
 
@@ -48,6 +50,8 @@ interface IncomingBatch {
   payloads: Buffer[];
   /** `delta` notifications for live subscribers (published by `ingest_event_batches`). */
   deltas: string[];
+  /** Each stored event's `unrecognized` marker (JSON text) or null; only for a batch admitted by `accept-unknown`. */
+  unrecognized?: (string | null)[];
 }
 
 /** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more. */
@@ -57,6 +61,30 @@ const MAX_NOTIFICATION_BYTES = 7999;
 interface BatchOutcome {
   owner_id: string;
   stored: number;
+}
+
+/** The values of `EventSource`: all that the `source` column (`varchar(16)`) takes from an unrecognized event. */
+const EVENT_SOURCES: ReadonlySet<unknown> = new Set(['agent', 'user', 'environment', 'hook']);
+
+/**
+ * Adds the `accept-unknown` verdicts to a batch, one per stored event (deltas are not stored). An
+ * unrecognized event's `source` is kept as a filter value only when it is one the spec knows.
+ */
+function markUnrecognized(batch: IncomingBatch, events: readonly Event[], verdicts: readonly (Unrecognized | null)[]): void {
+  batch.unrecognized = [];
+  let stored = 0;
+  events.forEach((event, i) => {
+    if (event.kind === 'StreamingDeltaEvent') return;
+    const verdict = verdicts[i] ?? null;
+    batch.unrecognized!.push(verdict === null ? null : asciiJson(verdict));
+    if (verdict !== null && !EVENT_SOURCES.has(event.source)) batch.sources[stored] = null;
+    stored++;
+  });
+}
+
+/** JSON text with every non-ASCII character escaped: a `StoredEvent`'s head is written as Latin-1 (`storedEventHead`). */
+function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 function compare(a: string, b: string): number {
@@ -82,18 +110,27 @@ export class ConversationService {
    * Stores a webhook batch for `principal`: all or nothing, idempotent by event id, in arrival order;
    * StreamingDeltaEvents are only published (one too large for a notification is counted in `droppedDeltas`).
    * Takes what it stores from `events` before returning, so the caller may drop them while the batch waits.
+   * `unrecognized` (the `accept-unknown` policy): per event, what the contract does not know of it, stored beside it.
    */
-  ingest(principal: Principal, conversationId: string, events: Event[]): Promise<{ stored: number; droppedDeltas: number }> {
+  ingest(
+    principal: Principal,
+    conversationId: string,
+    events: Event[],
+    unrecognized?: readonly (Unrecognized | null)[],
+  ): Promise<{ stored: number; droppedDeltas: number }> {
     // Not async, so that `events` is not kept for the wait; failures still come through the promise.
     try {
-      const { batch, droppedDeltas } = this.batchOf(principal, canonicalUuid(conversationId), events);
-      return this.store(batch, events.length, droppedDeltas);
+      const { batch, droppedDeltas, stats } = this.batchOf(principal, canonicalUuid(conversationId), events);
+      if (unrecognized) markUnrecognized(batch, events, unrecognized);
+      const stored = this.store(batch, events.length, droppedDeltas);
+      return stats === undefined ? stored : stored.then((result) => this.updateMetrics(batch.conversationId, stats).then(() => result));
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  private batchOf(principal: Principal, id: string, events: Event[]): { batch: IncomingBatch; droppedDeltas: number } {
+  /** The batch to store; `stats`: the last `stats` a state update of the batch carries (see `updateMetrics`). */
+  private batchOf(principal: Principal, id: string, events: Event[]): { batch: IncomingBatch; droppedDeltas: number; stats: unknown } {
     const batch: IncomingBatch = {
       conversationId: id,
       ownerId: principal.userId,
@@ -106,6 +143,7 @@ export class ConversationService {
       deltas: [],
     };
     let droppedDeltas = 0;
+    let stats: unknown;
     const batchId = randomUUID();
     for (const event of events) {
       if (event.kind === 'StreamingDeltaEvent') {
@@ -119,11 +157,21 @@ export class ConversationService {
       batch.eventIds.push(event.id);
       batch.kinds.push(event.kind);
       batch.statuses.push(executionStatusAfter(event));
+      stats = statsOfStateUpdate(event) ?? stats;
       batch.eventTimes.push(isoInstant(event.timestamp));
       batch.sources.push(typeof event.source === 'string' ? event.source : null);
       batch.payloads.push(Buffer.from(stringifyJson(event)));
     }
-    return { batch, droppedDeltas };
+    return { batch, droppedDeltas, stats };
+  }
+
+  /**
+   * A `ConversationStateUpdateEvent` with `key: "stats"` keeps the conversation's metrics current
+   * between two ConversationInfo posts, derived as from an info's `stats`; shown, never charged (docs/billing.md).
+   */
+  private async updateMetrics(conversationId: string, stats: unknown): Promise<void> {
+    const metrics = combinedMetricsOf(stats);
+    if (metrics !== null) await queries.storeMetrics(this.em, conversationId, JSON.stringify(metrics));
   }
 
   private async store(batch: IncomingBatch, received: number, droppedDeltas: number): Promise<{ stored: number; droppedDeltas: number }> {
@@ -153,6 +201,8 @@ export class ConversationService {
     const payloads: Buffer[] = [];
     const deltaBatches: number[] = [];
     const deltas: string[] = [];
+    // Only when a batch of the group has unrecognized events: strict groups pass null.
+    const markers = batches.some((batch) => batch.unrecognized) ? ([] as Buffer[]) : undefined;
     const seen = new Set<string>();
     order.forEach((i, position) => {
       const batch = batches[i]!;
@@ -170,6 +220,7 @@ export class ConversationService {
         eventTimes.push(batch.eventTimes[k]!);
         sources.push(batch.sources[k]!);
         payloads.push(batch.payloads[k]!);
+        markers?.push(Buffer.from(batch.unrecognized?.[k] ?? 'null'));
       });
       for (const delta of batch.deltas) {
         deltaBatches.push(number);
@@ -188,6 +239,7 @@ export class ConversationService {
       deltas,
       eventTimes,
       sources,
+      markers,
     });
     const outcomes: BatchOutcome[] = new Array(batches.length);
     for (const row of rows) outcomes[order[row.batch - 1]!] = { owner_id: row.owner_id, stored: row.stored };

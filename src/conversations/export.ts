@@ -24,6 +24,8 @@ interface ExportRow {
   seq: number;
   receivedMs: number;
   payload: Buffer;
+  /** The `unrecognized` marker's text (ASCII), or null. */
+  unrecognized: string | null;
 }
 
 export interface ConversationExportOptions {
@@ -135,7 +137,7 @@ class GrowableBuffer {
   }
 }
 
-/** The rows of `COPY … (FORMAT binary)` of (seq int4, received ms float8, payload text); payloads are views of `data`. */
+/** The rows of `COPY … (FORMAT binary)` of (seq int4, received ms float8, payload text, unrecognized text or null); payloads are views of `data`. */
 function copyRows(data: Buffer): ExportRow[] {
   if (data.length < 19 || !data.subarray(0, 11).equals(COPY_SIGNATURE)) throw new Error('not a binary COPY stream');
   let at = 15;
@@ -145,13 +147,18 @@ function copyRows(data: Buffer): ExportRow[] {
     const fields = data.readInt16BE(at);
     at += 2;
     if (fields === -1) return rows;
-    if (fields !== 3 || data.readInt32BE(at) !== 4 || data.readInt32BE(at + 8) !== 8) throw new Error('unexpected binary COPY row');
+    if (fields !== 4 || data.readInt32BE(at) !== 4 || data.readInt32BE(at + 8) !== 8) throw new Error('unexpected binary COPY row');
     const seq = data.readInt32BE(at + 4);
     const receivedMs = data.readDoubleBE(at + 12);
     const length = data.readInt32BE(at + 20);
     at += 24;
-    rows.push({ seq, receivedMs, payload: data.subarray(at, at + length) });
+    const payload = data.subarray(at, at + length);
     at += length;
+    const markerLength = data.readInt32BE(at);
+    at += 4;
+    const unrecognized = markerLength < 0 ? null : data.toString('latin1', at, at + markerLength);
+    if (markerLength > 0) at += markerLength;
+    rows.push({ seq, receivedMs, payload, unrecognized });
   }
 }
 
@@ -161,7 +168,7 @@ function pageLines(rows: ExportRow[], keepEncryptedContent: boolean, output: Gro
   const events: Buffer[] = [];
   let size = 0;
   for (const row of rows) {
-    const head = storedEventHead(row.seq, new Date(row.receivedMs).toISOString());
+    const head = storedEventHead(row.seq, new Date(row.receivedMs).toISOString(), row.unrecognized);
     const event =
       keepEncryptedContent || !row.payload.includes(ENCRYPTED_CONTENT_KEY)
         ? row.payload

@@ -22,6 +22,8 @@ export interface ConversationViewRow {
   forked_from_conversation_id: string | null;
   /** What the spend ledger has charged for the conversation, in micro-dollars. */
   cost_micro_usd: string;
+  /** Its events stored under `accept-unknown` with something the contract does not know. */
+  unrecognized_event_count: number;
 }
 
 const iso = (value: Date | string): string => new Date(value).toISOString();
@@ -46,6 +48,7 @@ export function toConversationView(row: ConversationViewRow, subConversationIds:
     tags: row.tags === null ? {} : (JSON.parse(row.tags) as Record<string, string>),
     accumulated_cost_usd: usdOf(BigInt(row.cost_micro_usd)),
     accumulated_cost_micro_usd: microUsdNumberOf(BigInt(row.cost_micro_usd)),
+    unrecognized_event_count: row.unrecognized_event_count,
   };
 }
 
@@ -66,6 +69,8 @@ export interface StoredEventRow {
   /** As `STORED_EVENT_COLUMNS` writes it: ISO 8601 UTC with milliseconds, as `toISOString` would. */
   received_at: string;
   payload: string;
+  /** The event's `unrecognized` marker as JSON text (ASCII), or null for an event the contract knows. */
+  unrecognized: string | null;
 }
 
 /**
@@ -73,7 +78,8 @@ export interface StoredEventRow {
  * by id, the list and the export all use it, so an export line reads as the list's item). ASCII only:
  * its length is its byte count.
  */
-export function storedEventHead(seq: number, receivedAt: string): string {
+export function storedEventHead(seq: number, receivedAt: string, unrecognized: string | null): string {
+  if (unrecognized !== null) return `{"seq":${seq},"received_at":"${receivedAt}","unrecognized":${unrecognized},"event":`;
   return `{"seq":${seq},"received_at":"${receivedAt}","event":`;
 }
 
@@ -83,7 +89,7 @@ export function storedEventHead(seq: number, receivedAt: string): string {
  */
 export function toStoredEventJson(row: StoredEventRow, options: { keepEncryptedContent?: boolean } = {}): string {
   const event = options.keepEncryptedContent ? row.payload : withoutEncryptedContent(row.payload);
-  return `${storedEventHead(row.seq, row.received_at)}${event}}`;
+  return `${storedEventHead(row.seq, row.received_at, row.unrecognized)}${event}}`;
 }
 
 /**
@@ -100,7 +106,7 @@ export function eventPageBody(
   const events: string[] = [];
   let size = 0;
   for (const [i, row] of rows.entries()) {
-    const head = `${i === 0 ? '' : ','}${storedEventHead(row.seq, row.received_at)}`;
+    const head = `${i === 0 ? '' : ','}${storedEventHead(row.seq, row.received_at, row.unrecognized)}`;
     const event = withoutEncryptedContent(row.payload);
     heads.push(head);
     events.push(event);

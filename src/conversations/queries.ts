@@ -9,12 +9,14 @@ import type { ConversationFilter, ConversationPosition, ConversationSort, EventF
 export const CONVERSATION_VIEW_COLUMNS = `c.id, c.owner_id, c.execution_status, c.event_count,
   c.created_at, c.updated_at, c.last_event_at, c.renamed_title, c.parent_conversation_id, c.tags::text as tags,
   i.title::text as info_title, i.metrics::text as metrics, i.forked_from_conversation_id,
-  (select coalesce(sum(s.charged_micro_usd), 0) from spend_usages s where s.conversation_id = c.id)::text as cost_micro_usd`;
+  (select coalesce(sum(s.charged_micro_usd), 0) from spend_usages s where s.conversation_id = c.id)::text as cost_micro_usd,
+  (select count(*) from conversation_events u where u.conversation_id = c.id and u.unrecognized is not null)::integer as unrecognized_event_count`;
 
 const CONVERSATION_VIEW_FROM = 'conversations c left join conversation_infos i on i.conversation_id = c.id';
 
 /** The columns of a `StoredEventRow`, formatted by PostgreSQL (cheaper than a Date per row). */
-const STORED_EVENT_COLUMNS = `seq, to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as received_at, payload::text as payload`;
+const STORED_EVENT_COLUMNS = `seq, to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as received_at, payload::text as payload,
+  unrecognized::text as unrecognized`;
 
 /** A group of webhook batches as `ingest_event_batches` takes them (src/db/functions/ingest_event_batches.sql). */
 export interface BatchGroup {
@@ -29,6 +31,8 @@ export interface BatchGroup {
   deltas: string[];
   eventTimes: (string | null)[];
   sources: (string | null)[];
+  /** Each event's `unrecognized` marker (JSON text, `null` for a known event); absent when no batch of the group has one. */
+  markers?: Buffer[];
 }
 
 /** One outcome per batch (`batch` its 1-based position in the group). */
@@ -42,7 +46,7 @@ export interface BatchRow {
 export function ingestEventBatches(em: EntityManager, group: BatchGroup): Promise<BatchRow[]> {
   return sqlRows<BatchRow>(
     em,
-    'select batch, owner_id, stored from ingest_event_batches($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+    'select batch, owner_id, stored from ingest_event_batches($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)',
     [
       group.conversations,
       group.owners,
@@ -55,6 +59,7 @@ export function ingestEventBatches(em: EntityManager, group: BatchGroup): Promis
       group.deltas,
       group.eventTimes,
       group.sources,
+      group.markers ? jsonArray(group.markers) : null,
     ],
     'ingest_event_batches',
   );
@@ -167,14 +172,27 @@ export async function conversationInfoText(em: EntityManager, conversationId: st
  */
 export function exportPageCopy(conversationId: string, after: number, lastSeq: number, rows: number, pageBytes: number): string {
   return `copy (
-    select seq, floor(extract(epoch from received_at) * 1000)::float8, payload::text from (
-      select seq, received_at, payload,
+    select seq, floor(extract(epoch from received_at) * 1000)::float8, payload::text, unrecognized::text from (
+      select seq, received_at, payload, unrecognized,
         sum(pg_column_size(payload)) over (order by seq rows unbounded preceding) - pg_column_size(payload) as before_bytes
       from conversation_events
       where conversation_id = '${conversationId}' and seq > ${Math.trunc(after)} and seq <= ${Math.trunc(lastSeq)}
       order by seq limit ${Math.trunc(rows)}) page
     where before_bytes < ${Math.trunc(pageBytes)} or seq = ${Math.trunc(after) + 1}
     order by seq) to stdout (format binary)`;
+}
+
+/**
+ * Shows `metrics` (JSON text) on the conversation, creating its info row when the agent-server has
+ * sent none yet (`info` JSON null: the export still says there is none).
+ */
+export function storeMetrics(em: EntityManager, conversationId: string, metrics: string): Promise<number> {
+  return sqlRun(
+    em,
+    `insert into conversation_infos (conversation_id, metrics, info) values ($1, $2::json, 'null'::json)
+     on conflict (conversation_id) do update set metrics = excluded.metrics`,
+    [conversationId, metrics],
+  );
 }
 
 /** Creates the conversation for `ownerId` unless it exists, then locks it; returns whether it was created and its owner. */

@@ -24,6 +24,7 @@ import { Migration20261125070000_webhook_fanout } from './migrations/Migration20
 import { Migration20261125080000_webhook_outbox } from './migrations/Migration20261125080000_webhook_outbox.ts';
 import { Migration20261127010000_webhook_events_marker } from './migrations/Migration20261127010000_webhook_events_marker.ts';
 import { Migration20261127020000_retire_legacy_delivery_jobs } from './migrations/Migration20261127020000_retire_legacy_delivery_jobs.ts';
+import { Migration20261127100000_unrecognized_events } from './migrations/Migration20261127100000_unrecognized_events.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
 import { applyFunctionScripts } from './function-scripts.ts';
@@ -50,6 +51,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261125080000_webhook_outbox', class: Migration20261125080000_webhook_outbox },
   { name: 'Migration20261127010000_webhook_events_marker', class: Migration20261127010000_webhook_events_marker },
   { name: 'Migration20261127020000_retire_legacy_delivery_jobs', class: Migration20261127020000_retire_legacy_delivery_jobs },
+  { name: 'Migration20261127100000_unrecognized_events', class: Migration20261127100000_unrecognized_events },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */

@@ -9,6 +9,9 @@ export const UNMATCHED_OPERATION = 'unmatched';
  * several apps do not share counters). Names follow Prometheus conventions: `_total` counters,
  * `_seconds` histograms, base units.
  */
+/** How many distinct unknown event kinds get a label of their own; later ones are counted as `other`. */
+const MAX_UNKNOWN_KIND_LABELS = 100;
+
 export class Metrics {
   readonly registry = new Registry();
 
@@ -47,6 +50,16 @@ export class Metrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+
+  readonly webhookEventsUnrecognized = new Counter({
+    name: 'webhook_events_unrecognized_total',
+    help: 'Events in accepted webhook batches that the contract does not know (accept-unknown policy), by kind; kinds past the first 100 seen are counted as "other".',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  /** The unknown kinds labelled so far: a runtime names them, so their number is bounded. */
+  private readonly unknownKindLabels = new Set<string>();
 
   readonly webhookEventsStored = new Counter({
     name: 'webhook_events_stored_total',
@@ -115,10 +128,14 @@ export class Metrics {
   }
 
   /** Records one accepted webhook batch: the kinds received and what `ingest` says it stored. */
-  recordWebhookBatch(kinds: readonly string[], result: { stored: number; droppedDeltas: number }): void {
+  recordWebhookBatch(
+    kinds: readonly string[],
+    result: { stored: number; droppedDeltas: number },
+    unrecognized?: readonly ({ kind: boolean } | null)[],
+  ): void {
     let deltas = 0;
     const byKind = new Map<string, number>();
-    for (const kind of kinds) {
+    for (const kind of unrecognized ? this.unrecognizedLabels(kinds, unrecognized) : kinds) {
       byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
       if (kind === 'StreamingDeltaEvent') deltas++;
     }
@@ -128,6 +145,24 @@ export class Metrics {
     this.webhookEventsStored.inc(result.stored);
     this.webhookEventsDeduplicated.inc(duplicates);
     this.webhookBatches.inc({ result: storable > 0 && result.stored === 0 ? 'deduplicated' : 'stored' });
+  }
+
+  /** The kinds as metric labels, with the events the contract does not know counted by kind (an unknown kind's label bounded). */
+  private unrecognizedLabels(kinds: readonly string[], unrecognized: readonly ({ kind: boolean } | null)[]): string[] {
+    return kinds.map((kind, i) => {
+      const verdict = unrecognized[i];
+      if (!verdict) return kind;
+      const label = verdict.kind ? this.unknownKindLabel(kind) : kind;
+      this.webhookEventsUnrecognized.inc({ kind: label });
+      return label;
+    });
+  }
+
+  private unknownKindLabel(kind: string): string {
+    if (this.unknownKindLabels.has(kind)) return kind;
+    if (this.unknownKindLabels.size >= MAX_UNKNOWN_KIND_LABELS || !/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(kind)) return 'other';
+    this.unknownKindLabels.add(kind);
+    return kind;
   }
 
   /** Records what one conversation info charged (micro-dollars), and whether it overdrew the balance. */

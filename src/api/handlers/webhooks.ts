@@ -4,9 +4,17 @@ import type { ConversationInfo, ConversationInfoService } from '../../conversati
 import { principalOf, releaseRequestBody, respond, type OperationHandlers } from '../context.ts';
 
 type PathParams = operations['ingestEvents']['parameters']['path'];
+type Unrecognized = components['schemas']['Unrecognized'];
 
-/** Told about each accepted batch: the kinds of its events and what was stored (metrics). */
-export type IngestObserver = (kinds: string[], result: { stored: number; droppedDeltas: number }) => void;
+/**
+ * Told about each accepted batch: the kinds of its events, what was stored, and (`accept-unknown`)
+ * what the contract does not know of each event, for the metrics.
+ */
+export type IngestObserver = (
+  kinds: string[],
+  result: { stored: number; droppedDeltas: number },
+  unrecognized: readonly (Unrecognized | null)[] | undefined,
+) => void;
 
 /** Handlers of the `webhooks` tag. */
 export function webhookHandlers(
@@ -19,12 +27,13 @@ export function webhookHandlers(
       const { conversation_id } = operation.request.params as PathParams;
       const events = operation.request.requestBody as Event[];
       const kinds = events.map((event) => event.kind);
-      const ingested = conversations.ingest(principalOf(operation), conversation_id, events);
+      const unrecognized = ctx.state.unrecognizedEvents;
+      const ingested = conversations.ingest(principalOf(operation), conversation_id, events, unrecognized);
       // The batch took what it stores; it now waits for its group's commit without the parsed body
       // (nor this function's frame: an async function's would keep `events` until it returns).
       releaseRequestBody(operation, ctx);
       return ingested.then((result) => {
-        observeIngest?.(kinds, result);
+        observeIngest?.(kinds, result, unrecognized);
         respond<components['schemas']['Success']>(ctx, 200, { success: true });
       });
     },

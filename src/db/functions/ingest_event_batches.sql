@@ -3,7 +3,9 @@
 --
 -- Batch `i` is `conversations[i]`/`owners[i]`; event `k` belongs to batch `event_batches[k]` and is
 -- `event_ids[k]`/`kinds[k]`/`statuses[k]`/`event_times[k]`/`sources[k]` and element `k` of the JSON array
--- `payloads` (`json`, not `jsonb`: each element keeps the exact text it was sent with); delta `k` belongs to
+-- `payloads` (`json`, not `jsonb`: each element keeps the exact text it was sent with) and of `unrecognized`
+-- (the `accept-unknown` marker, JSON null for a known event; the whole array null when no event has one,
+-- as strict groups always pass); delta `k` belongs to
 -- batch `delta_batches[k]`. The caller orders the batches by conversation and sends no event id twice for
 -- one conversation and owner. The outcome is the one of storing the batches one after the other:
 -- - a conversation that does not exist yet is created for the first batch naming it;
@@ -19,7 +21,7 @@
 create or replace function ingest_event_batches(
   conversations uuid[], owners uuid[], event_batches integer[], event_ids text[], kinds text[],
   statuses text[], payloads json, delta_batches integer[], deltas text[],
-  event_times timestamptz[], sources text[])
+  event_times timestamptz[], sources text[], unrecognized json default null)
 returns table (batch integer, owner_id uuid, stored integer)
 language plpgsql as $$
 declare
@@ -63,10 +65,10 @@ begin
   ),
   fresh as (
     select e.batch, b.conversation, b.last_seq, e.event_id, e.kind, e.status, e.payload, e.ord,
-      e.event_time, e.source
+      e.event_time, e.source, e.marker
     from rows from (unnest(event_batches, event_ids, kinds, statuses), json_array_elements(payloads),
-        unnest(event_times, sources))
-      with ordinality as e(batch, event_id, kind, status, payload, event_time, source, ord)
+        unnest(event_times, sources), json_array_elements(unrecognized))
+      with ordinality as e(batch, event_id, kind, status, payload, event_time, source, marker, ord)
     join batches b on b.batch = e.batch
     -- One index probe per event. Not NOT EXISTS: planned while the table is still empty
     -- (a new database; PL/pgSQL keeps the plan), the anti-join it becomes was seen scanning the
@@ -80,9 +82,10 @@ begin
     where b.current_owner = b.owner and already.found is null
   ),
   inserted as (
-    insert into conversation_events (conversation_id, seq, event_id, kind, payload, event_time, source)
+    insert into conversation_events (conversation_id, seq, event_id, kind, payload, event_time, source, unrecognized)
     select f.conversation, f.last_seq + row_number() over (partition by f.conversation order by f.ord),
-      f.event_id, f.kind, f.payload, coalesce(f.event_time, now()), f.source
+      f.event_id, f.kind, f.payload, coalesce(f.event_time, now()), f.source,
+      case when json_typeof(f.marker) = 'object' then f.marker end
     from fresh f
     returning conversation_id
   ),
