@@ -41,12 +41,12 @@ export async function createTestApp(
 }
 
 /** The app listening on a free loopback port with the local checkout (for browsers); `close` stops it. */
-export async function listenTestApp(): Promise<{ liveStreams: App['liveStreams']; baseUrl: string; close(): Promise<void> }> {
+export async function listenTestApp(overrides: Partial<Config> = {}): Promise<{ liveStreams: App['liveStreams']; baseUrl: string; close(): Promise<void> }> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const database = testDatabase();
   const { app, liveStreams } = await createApp({
-    config: { ...testConfig(), billing: { ...testConfig().billing, provider: 'local', publicBaseUrl: baseUrl } },
+    config: { ...testConfig(), billing: { ...testConfig().billing, provider: 'local', publicBaseUrl: baseUrl }, ...overrides },
     logger: createLogger('silent'),
     orm: database.orm,
     database,
