@@ -57,6 +57,7 @@ export const conversationPage: Page = (main, route) => {
         h('div', null, h('dt', null, 'Events'), eventCount),
         fact('Tokens in / out', tokens(conversation)),
         fact('Model', conversation.metrics?.model_name ?? '–'),
+        conversation.unrecognized_event_count ? fact('Unrecognized', conversation.unrecognized_event_count.toLocaleString()) : null,
         h('div', null, h('dt', null, 'Started'), started),
         h('div', null, h('dt', null, 'Last event'), lastEvent),
       ),

@@ -98,6 +98,7 @@ function reasoningOf(source: Record<string, unknown> | undefined | null): HTMLEl
 }
 
 function renderEvent(stored: StoredEvent, results: StoredEvent[], rows: ConversationRows): HTMLElement {
+  if (stored.unrecognized) return unrecognizedCard(stored, stored.unrecognized, rows);
   const event = stored.event as AnyEvent & Record<string, unknown>;
   switch (event.kind) {
     case 'MessageEvent': {
@@ -177,6 +178,20 @@ function renderEvent(stored: StoredEvent, results: StoredEvent[], rows: Conversa
   }
 }
 
+/**
+ * An event stored under the `accept-unknown` policy: what the contract does not know is not
+ * interpreted, only shown as its raw JSON, folded, as text (agent output is never HTML).
+ */
+function unrecognizedCard(stored: StoredEvent, unrecognized: NonNullable<StoredEvent['unrecognized']>, rows: ConversationRows): HTMLElement {
+  const label = unrecognized.kind ? 'unrecognized kind' : `${unrecognized.properties.length} unknown propert${unrecognized.properties.length === 1 ? 'y' : 'ies'}`;
+  return h(
+    'details',
+    { class: 'card unrecognized' },
+    h('summary', null, h('span', { class: 'tool' }, String(stored.event.kind)), ' ', h('span', { class: 'badge', 'data-status': 'unrecognized' }, label), meta(stored, rows)),
+    unrecognized.properties.length ? h('p', { class: 'chips' }, ...unrecognized.properties.map((path) => h('code', { class: 'chip' }, path))) : null,
+    h('pre', { class: 'output', tabindex: 0 }, stringify(stored.event)),
+  );
+}
 
 const RISKS = new Set(['LOW', 'MEDIUM', 'HIGH', 'UNKNOWN']);
 
