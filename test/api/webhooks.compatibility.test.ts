@@ -212,7 +212,7 @@ describe('GET /api/v1/conversations/{conversation_id}/events/stream with WEBHOOK
     const port = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
     const database = testDatabase();
-    const app = await createApp({
+    const { app } = await createApp({
       config: { ...testConfig(), webhookEventCompatibility: 'accept-unknown' },
       logger: createLogger('silent'),
       orm: database.orm,

@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { buildConsole } from '../../src/console/bundle.ts';
-import { liveStreamsOf } from '../../src/live/live-streams.ts';
 import { launchBrowserOrSkip } from '../helpers/browser.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { listenTestApp } from '../helpers/app.ts';
@@ -24,7 +23,7 @@ describe('console in a browser: events the contract does not know (accept-unknow
   });
   after(async () => {
     await browser?.close();
-    if (listening) await liveStreamsOf(listening.app)?.close();
+    await listening?.liveStreams.close();
     await listening?.close();
   });
   beforeEach(async () => {
