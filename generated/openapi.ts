@@ -59,7 +59,15 @@ export interface paths {
          *       with `key = full_state` → `value.execution_status` when present. `AgentErrorEvent` and
          *       all other kinds leave it unchanged.
          *     - **Size.** The batch has no item-count limit; the whole request body is limited by the
-         *       server-configured maximum (`BODY_LIMIT_BYTES`, default 10 MiB). A larger body → 413.
+         *       server-configured maximum (`BODY_LIMIT_BYTES`, default 10 MiB). A larger body → 413,
+         *       unless the batch holds exactly one event: that one may be up to
+         *       `WEBHOOK_SINGLE_EVENT_LIMIT_BYTES` (default 64 MiB; the agent-server sends any event larger
+         *       than its batch bound alone). When the server is already reading `REQUEST_BODY_BUDGET_BYTES`
+         *       of request bodies → 503 with `Retry-After` (the agent-server retries).
+         *     - **Empty batch.** `[]` → 200; nothing is stored and no conversation is created.
+         *     - **Refusals are kept.** A batch answered 413 or 422 is recorded in the refusal ledger (see
+         *       `listRefusedDeliveries`): once per caller, conversation id and body, however often it is
+         *       retried; the conversation's `delivery_refusals` says so.
          *     - `ReasoningItemModel.encrypted_content`, secrets and tokens are never logged;
          *       `encrypted_content` is stored but reads back as null (it is never rendered).
          *     - **Compatibility policy** (`WEBHOOK_EVENT_COMPATIBILITY`). `strict` (the default): exactly
@@ -1315,6 +1323,79 @@ export interface paths {
          *     the audit log.
          */
         post: operations["resumeUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/refused-deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's refused webhook batches
+         * @description The webhook batches (`ingestEvents`) this server answered 413 or 422 for the caller's session
+         *     API keys, newest (most recently first refused) first. One item per conversation id as sent
+         *     and body: a batch the agent-server retries on every flush is one item whose `attempts` grows.
+         *     Items leave the ledger `REFUSED_DELIVERY_RETENTION_DAYS` (14) after they were last seen.
+         *     Pages are linked by an opaque cursor (`next_cursor`, null on the last page); a cursor only
+         *     works for the query that produced it.
+         */
+        get: operations["listRefusedDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/refused-deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every user's refused webhook batches
+         * @description `listRefusedDeliveries` for every user (permission MANAGE_REFUSED_DELIVERIES): what the
+         *     agent-servers sent that this server refused, newest first, with the same filters and paging.
+         */
+        get: operations["listAllRefusedDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/refused-deliveries/{refused_delivery_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Store a refused batch under today's rules
+         * @description Runs the kept body through the webhook again, for its owner, under the server's rules of
+         *     now (its validation, compatibility policy and size limits: the same as `ingestEvents`):
+         *     - accepted → 200; its events are stored as if the agent-server had sent them again
+         *       (idempotent by event id: events already stored are not stored twice, so a second replay
+         *       stores nothing) and `replayed_at` is set;
+         *     - still refused → the refusal of now (413 or 422, with its detail), which the item's
+         *       `status` and `detail` now say; nothing is stored.
+         *     A refusal whose body was not read (it announced more than the server reads) → 409.
+         */
+        post: operations["replayRefusedDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2822,6 +2903,88 @@ export interface components {
              *     `accept-unknown` policy with a kind or properties the spec does not know); 0 under `strict`.
              */
             unrecognized_event_count: number;
+            /** @description Webhook batches of this conversation the server refused and kept; null when none. */
+            delivery_refusals: components["schemas"]["DeliveryRefusals"] | null;
+        };
+        /**
+         * @description The webhook batches of this conversation the server refused (413 or 422) and kept in the
+         *     refusal ledger (`listRefusedDeliveries`); until they are replayed or resent valid, events
+         *     the agent-server sent are missing here.
+         */
+        DeliveryRefusals: {
+            /** @description Refused batches (distinct bodies) in the ledger, replayed or not. */
+            count: number;
+            /**
+             * Format: date-time
+             * @description When a batch of this conversation was last refused.
+             */
+            last_at: string;
+            /**
+             * @description Status of that last refusal.
+             * @enum {integer}
+             */
+            last_status: 413 | 422;
+            /** @description Why, in short (no payload). */
+            last_detail: string;
+        };
+        /** @description One refused webhook batch (one body, one conversation id as sent, one user), however often it was sent. */
+        RefusedDelivery: {
+            /** @description Ledger id (`replayRefusedDelivery`). */
+            id: number;
+            /**
+             * Format: uuid
+             * @description The user whose session API key sent it.
+             */
+            user_id: string;
+            /** @description The conversation id exactly as it was in the path (it may not be a valid one). */
+            conversation_id: string;
+            /**
+             * @description The status it was answered with (the latest, when it was sent again or replayed).
+             * @enum {integer}
+             */
+            status: 413 | 422;
+            /**
+             * @description Why, as a metric label: `body_too_large` (more than the server reads), `batch_too_large`
+             *     (more than one event past `BODY_LIMIT_BYTES`), or the first 422 error's `type`
+             *     (`union_tag_invalid`, `extra_forbidden`, `missing`, `json_invalid`, …).
+             */
+            reason: string;
+            /** @description The error in short, `loc: msg` per problem (at most 1000 characters; never the payload). */
+            detail: string;
+            /** @description Events in the batch; null when the body was not read or is not a JSON array. */
+            event_count: number | null;
+            /** @description Size of the body; null when it was not read and announced no length. */
+            body_bytes: number | null;
+            /** @description How often the same body was sent for the same conversation id. */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description First refusal.
+             */
+            first_seen_at: string;
+            /**
+             * Format: date-time
+             * @description Latest refusal.
+             */
+            last_seen_at: string;
+            /**
+             * Format: date-time
+             * @description When a replay stored it (`replayRefusedDelivery`); null until then.
+             */
+            replayed_at: string | null;
+        };
+        /** @description One page of refused deliveries, newest first. */
+        RefusedDeliveryPage: {
+            /** @description Refused deliveries, most recently first refused first. */
+            items: components["schemas"]["RefusedDelivery"][];
+            /** @description Opaque cursor of the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /** @description A replay that stored the batch. */
+        RefusedDeliveryReplay: {
+            /** @description Events stored by this replay (0 when every event was already stored). */
+            stored_events: number;
+            delivery: components["schemas"]["RefusedDelivery"];
         };
         /** @description One page of conversations. */
         ConversationPage: {
@@ -3215,10 +3378,12 @@ export interface components {
          * @description A message type. `conversation.created`; `conversation.events` (the events of one committed
          *     webhook batch); `conversation.status_changed`; `conversation.finished` (execution status
          *     became `finished`, `error` or `stuck`); `checkout.completed`; `billing.balance_depleted`
-         *     (what the agents spent took the balance below zero, see `getCredits`); `webhook.test`.
+         *     (what the agents spent took the balance below zero, see `getCredits`);
+         *     `conversation.delivery_refused` (a webhook batch of the conversation was refused, at most one
+         *     message per conversation an hour, see `listRefusedDeliveries`); `webhook.test`.
          * @enum {string}
          */
-        WebhookEventType: "conversation.created" | "conversation.events" | "conversation.status_changed" | "conversation.finished" | "checkout.completed" | "billing.balance_depleted" | "webhook.test";
+        WebhookEventType: "conversation.created" | "conversation.events" | "conversation.status_changed" | "conversation.finished" | "checkout.completed" | "billing.balance_depleted" | "conversation.delivery_refused" | "webhook.test";
         /** @description A new webhook endpoint. */
         WebhookEndpointCreate: {
             /** @description Absolute `https://` URL (http only when the server allows it). */
@@ -3393,7 +3558,7 @@ export interface components {
          * @description A permission; super admins hold every one, other users none.
          * @enum {string}
          */
-        Permission: "MANAGE_SUPER_ADMINS" | "MANAGE_USERS" | "MANAGE_VERIFIED_MODELS" | "VIEW_AUDIT_LOG";
+        Permission: "MANAGE_SUPER_ADMINS" | "MANAGE_USERS" | "MANAGE_VERIFIED_MODELS" | "VIEW_AUDIT_LOG" | "MANAGE_REFUSED_DELIVERIES";
         /** @description The caller's account. */
         Me: {
             /** @description User id. */
@@ -3722,9 +3887,14 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description The database is unavailable; nothing was stored. Retry later. */
+        /**
+         * @description The database is unavailable, or this instance is already reading as many request bodies as it
+         *     may (`REQUEST_BODY_BUDGET_BYTES`); nothing was stored. Retry after `Retry-After` seconds.
+         */
         ServiceUnavailable: {
             headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -3743,6 +3913,20 @@ export interface components {
          * @example acme-engineering
          */
         WorkspaceNamePath: string;
+        /**
+         * @description Only refusals of this conversation (either UUID form; matched as the same conversation).
+         * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+         */
+        RefusedConversationFilter: components["schemas"]["ConversationId"];
+        /**
+         * @description Only refusals last seen at or after this time.
+         * @example 2026-11-27T00:00:00Z
+         */
+        RefusedSince: string;
+        /** @description Maximum number of items in the page. */
+        RefusedLimit: number;
+        /** @description Opaque cursor from `next_cursor` of the previous page of the same query; omit for the first page. */
+        RefusedCursor: string;
         /**
          * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
          * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
@@ -4039,6 +4223,7 @@ export interface operations {
                      *           "accumulated_cost_usd": 0,
                      *           "accumulated_cost_micro_usd": 0,
                      *           "unrecognized_event_count": 0,
+                     *           "delivery_refusals": null,
                      *           "parent_conversation_id": null,
                      *           "sub_conversation_ids": [],
                      *           "forked_from_conversation_id": null,
@@ -4189,7 +4374,8 @@ export interface operations {
                      *       "tags": {},
                      *       "accumulated_cost_usd": 0.0123,
                      *       "accumulated_cost_micro_usd": 12300,
-                     *       "unrecognized_event_count": 0
+                     *       "unrecognized_event_count": 0,
+                     *       "delivery_refusals": null
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
@@ -4247,7 +4433,8 @@ export interface operations {
                      *       "tags": {},
                      *       "accumulated_cost_usd": 0,
                      *       "accumulated_cost_micro_usd": 0,
-                     *       "unrecognized_event_count": 0
+                     *       "unrecognized_event_count": 0,
+                     *       "delivery_refusals": null
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
@@ -6555,6 +6742,190 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRefusedDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only refusals of this conversation (either UUID form; matched as the same conversation).
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id?: components["parameters"]["RefusedConversationFilter"];
+                /**
+                 * @description Only refusals last seen at or after this time.
+                 * @example 2026-11-27T00:00:00Z
+                 */
+                since?: components["parameters"]["RefusedSince"];
+                /** @description Maximum number of items in the page. */
+                limit?: components["parameters"]["RefusedLimit"];
+                /** @description Opaque cursor from `next_cursor` of the previous page of the same query; omit for the first page. */
+                cursor?: components["parameters"]["RefusedCursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the caller's refused deliveries, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 42,
+                     *           "user_id": "5a0c9e1b-2f3d-4e5a-8b6c-7d8e9f0a1b2c",
+                     *           "conversation_id": "0b8f6c2e4d1a4c539a576f0a5b1d2e3f",
+                     *           "status": 422,
+                     *           "reason": "union_tag_invalid",
+                     *           "detail": "body.2: Input tag 'SecurityAnalysisEvent' found using 'kind' does not match any of the expected tags: 'MessageEvent', 'ActionEvent' or …",
+                     *           "event_count": 5,
+                     *           "body_bytes": 18211,
+                     *           "attempts": 12,
+                     *           "first_seen_at": "2026-11-27T08:00:00.000Z",
+                     *           "last_seen_at": "2026-11-27T08:05:30.000Z",
+                     *           "replayed_at": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RefusedDeliveryPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAllRefusedDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only refusals of this conversation (either UUID form; matched as the same conversation).
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id?: components["parameters"]["RefusedConversationFilter"];
+                /**
+                 * @description Only refusals last seen at or after this time.
+                 * @example 2026-11-27T00:00:00Z
+                 */
+                since?: components["parameters"]["RefusedSince"];
+                /** @description Maximum number of items in the page. */
+                limit?: components["parameters"]["RefusedLimit"];
+                /** @description Opaque cursor from `next_cursor` of the previous page of the same query; omit for the first page. */
+                cursor?: components["parameters"]["RefusedCursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the refused deliveries of every user, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 43,
+                     *           "user_id": "5a0c9e1b-2f3d-4e5a-8b6c-7d8e9f0a1b2c",
+                     *           "conversation_id": "0b8f6c2e4d1a4c539a576f0a5b1d2e3f",
+                     *           "status": 413,
+                     *           "reason": "batch_too_large",
+                     *           "detail": "A batch of more than one event may hold at most 10485760 bytes (a single event up to 67108864)",
+                     *           "event_count": 2,
+                     *           "body_bytes": 12582930,
+                     *           "attempts": 1,
+                     *           "first_seen_at": "2026-11-27T08:10:00.000Z",
+                     *           "last_seen_at": "2026-11-27T08:10:00.000Z",
+                     *           "replayed_at": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": "eyJiIjo0M30"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RefusedDeliveryPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replayRefusedDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The refused delivery's id (`id` of a `RefusedDelivery`).
+                 * @example 42
+                 */
+                refused_delivery_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch was accepted now; what it stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "stored_events": 5,
+                     *       "delivery": {
+                     *         "id": 42,
+                     *         "user_id": "5a0c9e1b-2f3d-4e5a-8b6c-7d8e9f0a1b2c",
+                     *         "conversation_id": "0b8f6c2e4d1a4c539a576f0a5b1d2e3f",
+                     *         "status": 422,
+                     *         "reason": "union_tag_invalid",
+                     *         "detail": "body.2: Input tag 'SecurityAnalysisEvent' found using 'kind' does not match any of the expected tags: 'MessageEvent', 'ActionEvent' or …",
+                     *         "event_count": 5,
+                     *         "body_bytes": 18211,
+                     *         "attempts": 12,
+                     *         "first_seen_at": "2026-11-27T08:00:00.000Z",
+                     *         "last_seen_at": "2026-11-27T08:05:30.000Z",
+                     *         "replayed_at": "2026-11-27T09:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RefusedDeliveryReplay"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The body of this refusal was not kept (it was never read), so it cannot be replayed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The body of this refused delivery was not read (it announced more than the server reads); it cannot be replayed"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -3,6 +3,8 @@ import { createOpenApiBackend } from './api/openapi.ts';
 import { checkResponsesAgainstSpec } from './api/response-contract.ts';
 import { contractHandlers, securityHandlers, serveOperations } from './api/contract-handlers.ts';
 import { operationHandlers } from './api/operation-handlers.ts';
+import { refusalRecorder } from './api/refusal-recorder.ts';
+import { webhookReplayer } from './api/webhook-replay.ts';
 import { renderError } from './api/render-error.ts';
 import { withStorableStrings } from './api/storable-strings.ts';
 import type { RequestState } from './api/context.ts';
@@ -26,12 +28,13 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const services = buildServices(deps);
   const api = await createOpenApiBackend();
   // Strings PostgreSQL cannot store (`\u0000`, lone surrogates) → 422 naming the field.
-  const handlers = withStorableStrings(operationHandlers(services));
+  const handlers = withStorableStrings(operationHandlers(services, webhookReplayer(api, services.conversations, config)));
   api.register({ ...handlers, ...contractHandlers(api, config, handlers) });
   for (const [scheme, handler] of Object.entries(securityHandlers(services.authenticator, services.streamTickets, config.metricsToken))) {
     api.registerSecurityHandler(scheme, handler);
   }
 
+  const recordRefusal = refusalRecorder(services.refusals, logger, (refusal) => services.metrics.recordWebhookRefusal(refusal.status, refusal.reason));
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
   if (config.responseValidation === 'log') app.use(checkResponsesAgainstSpec());
@@ -42,6 +45,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
         await next();
       } catch (error) {
         renderError(error, ctx, logger);
+        await recordRefusal(ctx, error);
       }
     }),
   );

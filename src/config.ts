@@ -56,6 +56,12 @@ export interface Config {
   readonly responseValidation: 'off' | 'log';
   /** Largest accepted request body, in bytes; larger bodies get 413. */
   readonly bodyLimitBytes: number;
+  /** `WEBHOOK_SINGLE_EVENT_LIMIT_BYTES`: a webhook batch holding exactly one event may be this large (docs/agent-server.md). */
+  readonly webhookSingleEventLimitBytes: number;
+  /** `REQUEST_BODY_BUDGET_BYTES`: request bodies this instance reads at once, in total; past it → 503 with Retry-After. */
+  readonly requestBodyBudgetBytes: number;
+  /** `REFUSED_DELIVERY_RETENTION_DAYS`: a refused webhook batch not seen again for this long leaves the ledger. */
+  readonly refusedDeliveryRetentionDays: number;
   /** Upper bound on the 422 error list, so a huge bad batch cannot produce a huge response. */
   readonly maxValidationErrors: number;
   /**
@@ -280,6 +286,10 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     responseValidation: responseValidationOf(env.RESPONSE_VALIDATION),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    webhookSingleEventLimitBytes: integer(env, 'WEBHOOK_SINGLE_EVENT_LIMIT_BYTES', 64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    // Four single events at their limit at once: about 1.5 GB of process memory at the peak (docs/operations.md).
+    requestBodyBudgetBytes: integer(env, 'REQUEST_BODY_BUDGET_BYTES', 256 * 1024 * 1024, 1024, 16 * 1024 * 1024 * 1024),
+    refusedDeliveryRetentionDays: integer(env, 'REFUSED_DELIVERY_RETENTION_DAYS', 14, 1, 3_650),
     maxValidationErrors: integer(env, 'MAX_VALIDATION_ERRORS', 100, 1, 10_000),
     webhookEventCompatibility: webhookEventCompatibilityOf(env.WEBHOOK_EVENT_COMPATIBILITY?.trim()),
     credentialCacheTtlMs,

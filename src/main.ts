@@ -5,6 +5,7 @@ import { openDatabase, type Database } from './db/database.ts';
 import { createApp, type App } from './app.ts';
 import { listen } from './http-server.ts';
 import { RetentionService } from './retention/retention-service.ts';
+import { RefusedDeliveryRetention } from './retention/refused-deliveries.ts';
 import { buildConsole, consoleIsBuilt } from './console/bundle.ts';
 import { missingSecretKeysProblem } from './workspaces/setup.ts';
 import { IdentityService } from './identity/identity-service.ts';
@@ -64,6 +65,8 @@ async function main(): Promise<void> {
   }
   const retention = config.retention && new RetentionService(database.orm.em, database.listenUrl, config.retention, logger);
   retention?.start();
+  const refusalRetention = new RefusedDeliveryRetention(database.orm.em, config.refusedDeliveryRetentionDays, logger);
+  refusalRetention.start();
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
@@ -71,7 +74,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     const started = Date.now();
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    const retentionStopped = retention?.stop();
+    const retentionStopped = Promise.all([retention?.stop(), refusalRetention.stop()]);
     // Live streams never finish by themselves: end them (clients resume elsewhere) while the
     // database they read from is still open.
     await built.liveStreams.close();

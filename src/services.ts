@@ -6,6 +6,7 @@ import { AuditLogService } from './audit/audit-service.ts';
 import { createBillingService } from './billing/billing-service.ts';
 import { ConversationInfoService } from './conversations/conversation-info-service.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
+import { RefusalService } from './refusals/refusal-service.ts';
 import { Authenticator } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
 import { LiveStreams } from './live/live-streams.ts';
@@ -47,6 +48,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     authenticator,
     conversations,
     ingestPressure,
+    refusals: new RefusalService(orm.em),
     identity: new IdentityService(orm.em),
     conversationInfos: new ConversationInfoService(orm.em, logger, (outcome) => observeSpend(outcome, metrics, logger)),
     spend: new SpendService(orm.em),

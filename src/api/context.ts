@@ -15,6 +15,8 @@ export interface RequestState {
   rawBody?: Buffer;
   /** The same body as JSON text, as `readJsonBody` decoded it (no byte order mark). */
   bodyText?: string;
+  /** Events in a webhook batch's body (null: not a JSON array), for the refusal ledger. */
+  webhookEventCount?: number | null;
   /** The spec's operationId, once the request matched one. */
   operationId?: string;
   /** The authenticated caller's user id (never a credential), for the access log. */

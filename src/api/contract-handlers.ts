@@ -7,7 +7,7 @@ import type { StreamTickets } from '../live/stream-tickets.ts';
 import { metricsTokenChecker } from '../observability/metrics-token.ts';
 import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type RequestState } from './context.ts';
 import { EventCompatibility, admitsUnrecognizedEvents } from './event-compatibility.ts';
-import { readJsonBody } from './json-body.ts';
+import { RequestBodyBudget, readOperationBody } from './request-body.ts';
 import { checkPathEncoding } from './storable-strings.ts';
 import { RequestValidationError, toValidationErrors } from './validation-errors.ts';
 
@@ -35,11 +35,12 @@ export function serveOperations(api: OpenAPIBackend): Middleware<RequestState> {
  */
 export function contractHandlers(
   api: OpenAPIBackend,
-  config: Pick<Config, 'bodyLimitBytes' | 'maxValidationErrors' | 'webhookEventCompatibility'>,
+  config: Pick<Config, 'bodyLimitBytes' | 'maxValidationErrors' | 'webhookEventCompatibility' | 'webhookSingleEventLimitBytes' | 'requestBodyBudgetBytes'>,
   handlers: OperationHandlers,
 ) {
   const eventCompatibility =
     config.webhookEventCompatibility === 'accept-unknown' ? new EventCompatibility(api.definition.components!.schemas as Record<string, unknown>) : undefined;
+  const bodyBudget = new RequestBodyBudget(config.requestBodyBudgetBytes);
   return {
     async postSecurityHandler(c: OperationContext, ctx: KoaContext, request: OpenApiRequest) {
       ctx.state.operationId = c.operation.operationId;
@@ -51,7 +52,7 @@ export function contractHandlers(
       if (permission) requirePermission(principalOf(c), permission);
       // Read only once routed (an unknown path is a 404, not a 415), authenticated and permitted.
       if (!c.operation.requestBody) return;
-      const body = await readJsonBody(ctx, config.bodyLimitBytes);
+      const body = await readOperationBody(ctx, c.operation.operationId, config, bodyBudget);
       ctx.state.rawBody = body?.raw;
       ctx.state.bodyText = body?.text;
       // Both copies: openapi-backend validates `request`, handlers read `c.request`.

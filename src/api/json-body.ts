@@ -48,6 +48,13 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<Js
     if (type === 'entity.too.large') throw new HttpError(413, `Request body exceeds the limit of ${limitBytes} bytes`);
     throw new HttpError(status ?? 400, 'The request body could not be read');
   }
+  // Kept even when it is not valid JSON: the refusal ledger keeps what a refused webhook batch held.
+  ctx.state.rawBody = raw;
+  return decodeJsonBody(raw);
+}
+
+/** A body already read, decoded and parsed as `readJsonBody` does (422 `json_invalid` when it is not JSON). */
+export function decodeJsonBody(raw: Buffer): JsonBody {
   let text: string;
   try {
     text = utf8.decode(raw);

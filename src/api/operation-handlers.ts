@@ -1,5 +1,6 @@
 import type { Services } from '../services.ts';
 import type { OperationHandlers } from './context.ts';
+import type { WebhookReplayer } from './webhook-replay.ts';
 import { accountHandlers } from './handlers/account.ts';
 import { auditHandlers } from './handlers/audit.ts';
 import { billingHandlers } from './handlers/billing.ts';
@@ -9,14 +10,15 @@ import { healthHandlers } from './handlers/health.ts';
 import { liveHandlers } from './handlers/live.ts';
 import { operationsHandlers } from './handlers/operations.ts';
 import { outboundWebhookHandlers } from './handlers/outbound-webhooks.ts';
+import { refusedDeliveryHandlers } from './handlers/refused-deliveries.ts';
 import { superAdminHandlers } from './handlers/super-admins.ts';
 import { userHandlers } from './handlers/users.ts';
 import { verifiedModelHandlers } from './handlers/verified-models.ts';
 import { webhookHandlers } from './handlers/webhooks.ts';
 import { workspaceHandlers } from './handlers/workspaces.ts';
 
-/** Every operation's handler, by operationId, over the services. */
-export function operationHandlers(services: Services): OperationHandlers {
+/** Every operation's handler, by operationId, over the services (`replay`: the webhook's rules, for refused batches). */
+export function operationHandlers(services: Services, replay: WebhookReplayer): OperationHandlers {
   const { metrics, ingestPressure } = services;
   return {
     ...healthHandlers(services.database),
@@ -36,5 +38,6 @@ export function operationHandlers(services: Services): OperationHandlers {
     ...liveHandlers(services.conversations, services.liveStreams, services.streamTickets),
     ...consoleHandlers(),
     ...outboundWebhookHandlers(services.webhookEndpoints),
+    ...refusedDeliveryHandlers(services.refusals, replay),
   };
 }

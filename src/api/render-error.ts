@@ -2,7 +2,7 @@ import { DomainError, HttpError, InvalidInputError, UnauthenticatedError, httpSt
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import type { Logger } from '../logger.ts';
 import type { KoaContext } from './context.ts';
-import { RequestValidationError } from './validation-errors.ts';
+import { RequestValidationError, boundedInput } from './validation-errors.ts';
 
 type ErrorBody = { detail: unknown };
 
@@ -15,7 +15,7 @@ export function renderError(error: unknown, ctx: KoaContext, log: Logger): void 
     body = { detail: error.detail };
   } else if (error instanceof InvalidInputError) {
     status = 422;
-    body = { detail: [{ loc: error.loc, msg: error.message, type: error.type, input: error.input }] };
+    body = { detail: [{ loc: error.loc, msg: error.message, type: error.type, input: boundedInput(error.input) }] };
   } else if (error instanceof DomainError) {
     status = httpStatusOf(error);
     body = { detail: error.message };

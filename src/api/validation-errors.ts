@@ -10,9 +10,38 @@ type Loc = ValidationError['loc'];
 /** Thrown for any request that fails validation; rendered as a 422 `HTTPValidationError`. */
 export class RequestValidationError extends Error {
   override name = 'RequestValidationError';
-  constructor(readonly detail: ValidationError[]) {
+  readonly detail: ValidationError[];
+  constructor(detail: ValidationError[]) {
     super(`${detail.length} validation error(s)`);
+    this.detail = detail.map((error) => ('input' in error ? { ...error, input: boundedInput(error.input) } : error));
   }
+}
+
+/** The most of one input a 422 echoes (docs/contract.md, "Validation errors"). */
+export const MAX_ECHOED_INPUT_BYTES = 1024;
+
+const echoSizes = new WeakMap<object, number>();
+const lenient = new TextDecoder('utf-8');
+
+/**
+ * `input` as a 422 may echo it: a string past `MAX_ECHOED_INPUT_BYTES` (UTF-8) is cut there and
+ * marked `…[truncated: N bytes]`; an object or array whose JSON is longer becomes `{type, bytes}`.
+ */
+export function boundedInput(input: unknown): unknown {
+  if (typeof input === 'string') {
+    const bytes = Buffer.byteLength(input);
+    if (bytes <= MAX_ECHOED_INPUT_BYTES) return input;
+    const head = lenient.decode(Buffer.from(input.slice(0, MAX_ECHOED_INPUT_BYTES)).subarray(0, MAX_ECHOED_INPUT_BYTES)).replace(/\uFFFD$/, '');
+    return `${head}…[truncated: ${bytes} bytes]`;
+  }
+  if (input === null || typeof input !== 'object') return input;
+  // One size per object, however many problems echo it (a `missing` field echoes its whole event).
+  let bytes = echoSizes.get(input);
+  if (bytes === undefined) {
+    bytes = Buffer.byteLength(JSON.stringify(input) ?? '');
+    echoSizes.set(input, bytes);
+  }
+  return bytes <= MAX_ECHOED_INPUT_BYTES ? input : { type: Array.isArray(input) ? 'array' : 'object', bytes };
 }
 
 /** Where each request part lives in the object openapi-backend validates, and its FastAPI name. */

@@ -57,6 +57,9 @@ interface IncomingBatch {
 /** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more. */
 const MAX_NOTIFICATION_BYTES = 7999;
 
+/** Stored bytes past which a batch is committed in a transaction of its own (see `store`). */
+const COMMIT_ALONE_ABOVE_BYTES = 8 * 1024 * 1024;
+
 /** What `ingest_event_batches` answers for one batch: the conversation's owner, and how many events were new. */
 interface BatchOutcome {
   owner_id: string;
@@ -95,6 +98,8 @@ function compare(a: string, b: string): number {
 export class ConversationService {
   /** Webhook batches arriving while transactions are in flight share the next one. */
   readonly ingestion: GroupCommitter<IncomingBatch, BatchOutcome>;
+  /** A batch this heavy fills a group alone (`maxEvents`). */
+  private readonly fullGroupEvents: number;
 
   constructor(
     private readonly em: EntityManager,
@@ -104,6 +109,7 @@ export class ConversationService {
   ) {
     // A database that cannot serve us fails every batch alike: no retrying them one by one.
     this.ingestion = new GroupCommitter((batches) => this.appendEvents(batches), groupCommit, isDatabaseUnavailable);
+    this.fullGroupEvents = groupCommit.maxEvents;
   }
 
   /**
@@ -111,13 +117,15 @@ export class ConversationService {
    * StreamingDeltaEvents are only published (one too large for a notification is counted in `droppedDeltas`).
    * Takes what it stores from `events` before returning, so the caller may drop them while the batch waits.
    * `unrecognized` (the `accept-unknown` policy): per event, what the contract does not know of it, stored beside it.
+   * An empty batch stores nothing and creates no conversation.
    */
   ingest(
-    principal: Principal,
+    principal: Pick<Principal, 'userId'>,
     conversationId: string,
     events: Event[],
     unrecognized?: readonly (Unrecognized | null)[],
   ): Promise<{ stored: number; droppedDeltas: number }> {
+    if (events.length === 0) return Promise.resolve({ stored: 0, droppedDeltas: 0 });
     // Not async, so that `events` is not kept for the wait; failures still come through the promise.
     try {
       const { batch, droppedDeltas, stats } = this.batchOf(principal, canonicalUuid(conversationId), events);
@@ -130,7 +138,7 @@ export class ConversationService {
   }
 
   /** The batch to store; `stats`: the last `stats` a state update of the batch carries (see `updateMetrics`). */
-  private batchOf(principal: Principal, id: string, events: Event[]): { batch: IncomingBatch; droppedDeltas: number; stats: unknown } {
+  private batchOf(principal: Pick<Principal, 'userId'>, id: string, events: Event[]): { batch: IncomingBatch; droppedDeltas: number; stats: unknown } {
     const batch: IncomingBatch = {
       conversationId: id,
       ownerId: principal.userId,
@@ -175,7 +183,10 @@ export class ConversationService {
   }
 
   private async store(batch: IncomingBatch, received: number, droppedDeltas: number): Promise<{ stored: number; droppedDeltas: number }> {
-    const result = await this.ingestion.submit(batch, batch.eventIds.length + batch.deltas.length);
+    // A huge batch (a single large event) fills a group of its own: its transaction carries no other batch's payloads.
+    const bytes = batch.payloads.reduce((sum, payload) => sum + payload.length, 0);
+    const weight = bytes > COMMIT_ALONE_ABOVE_BYTES ? this.fullGroupEvents : batch.eventIds.length + batch.deltas.length;
+    const result = await this.ingestion.submit(batch, weight);
     if (result.owner_id !== batch.ownerId) throw new ForbiddenError('This conversation belongs to another user');
     const { stored } = result;
     this.log.debug({ conversationId: batch.conversationId, received, stored, droppedDeltas }, 'events ingested');

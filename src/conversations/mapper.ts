@@ -32,7 +32,11 @@ const iso = (value: Date | string): string => new Date(value).toISOString();
  * A conversation as the API shows it. The title: the owner's rename while it holds (see
  * `ConversationInfoService.receive`), else the agent-server's.
  */
-export function toConversationView(row: ConversationViewRow, subConversationIds: string[]): ConversationView {
+export function toConversationView(
+  row: ConversationViewRow,
+  subConversationIds: string[],
+  deliveryRefusals: ConversationView['delivery_refusals'],
+): ConversationView {
   return {
     id: row.id,
     title: row.renamed_title ?? (row.info_title === null ? null : (parseJson(row.info_title) as string | null)),
@@ -49,6 +53,7 @@ export function toConversationView(row: ConversationViewRow, subConversationIds:
     accumulated_cost_usd: usdOf(BigInt(row.cost_micro_usd)),
     accumulated_cost_micro_usd: microUsdNumberOf(BigInt(row.cost_micro_usd)),
     unrecognized_event_count: row.unrecognized_event_count,
+    delivery_refusals: deliveryRefusals,
   };
 }
 

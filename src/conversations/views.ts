@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { components } from '../../generated/openapi.ts';
+import { deliveryRefusalSummaries } from '../refusals/summaries.ts';
 import { toConversationView, type ConversationViewRow } from './mapper.ts';
 import { conversationViewRow, subConversationRows } from './queries.ts';
 
@@ -7,11 +8,11 @@ type ConversationView = components['schemas']['Conversation'];
 
 /** Views of rows already read (`CONVERSATION_VIEW_COLUMNS`), in their order. */
 export async function viewsOf(em: EntityManager, ownerId: string, rows: ConversationViewRow[]): Promise<ConversationView[]> {
+  const ids = rows.map((row) => row.id);
   const subs = new Map<string, string[]>();
-  if (rows.length > 0) {
-    for (const row of await subConversationRows(em, ownerId, rows.map((row) => row.id))) subs.set(row.parent, row.ids);
-  }
-  return rows.map((row) => toConversationView(row, subs.get(row.id) ?? []));
+  const [subRows, refusals] = await Promise.all([ids.length > 0 ? subConversationRows(em, ownerId, ids) : [], deliveryRefusalSummaries(em, ownerId, ids)]);
+  for (const row of subRows) subs.set(row.parent, row.ids);
+  return rows.map((row) => toConversationView(row, subs.get(row.id) ?? [], refusals.get(row.id) ?? null));
 }
 
 /** One conversation's view, whoever owns it (the caller checks), or undefined when there is none. */

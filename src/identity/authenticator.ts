@@ -15,10 +15,10 @@ export interface Principal {
   readonly credentialExpiresAt?: Date | null;
 }
 
-export type Permission = 'MANAGE_SUPER_ADMINS' | 'MANAGE_USERS' | 'MANAGE_VERIFIED_MODELS' | 'VIEW_AUDIT_LOG';
+export type Permission = 'MANAGE_SUPER_ADMINS' | 'MANAGE_USERS' | 'MANAGE_VERIFIED_MODELS' | 'VIEW_AUDIT_LOG' | 'MANAGE_REFUSED_DELIVERIES';
 
 /** Every permission there is, in the order `GET /api/me` lists them. */
-export const ALL_PERMISSIONS: readonly Permission[] = ['MANAGE_SUPER_ADMINS', 'MANAGE_USERS', 'MANAGE_VERIFIED_MODELS', 'VIEW_AUDIT_LOG'];
+export const ALL_PERMISSIONS: readonly Permission[] = ['MANAGE_SUPER_ADMINS', 'MANAGE_USERS', 'MANAGE_VERIFIED_MODELS', 'VIEW_AUDIT_LOG', 'MANAGE_REFUSED_DELIVERIES'];
 
 /** Super admins hold every permission; nobody else holds any admin permission. */
 export function permissionsOf(principal: { isSuperAdmin: boolean }): Permission[] {

@@ -44,6 +44,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly webhookBatchesRefused = new Counter({
+    name: 'webhook_batches_refused_total',
+    help: 'Webhook batches refused (and kept in the refusal ledger), by status and reason (body_too_large, batch_too_large, or the first 422 error type).',
+    labelNames: ['status', 'reason'] as const,
+    registers: [this.registry],
+  });
+
   readonly webhookEventsReceived = new Counter({
     name: 'webhook_events_received_total',
     help: 'Events in accepted webhook batches, by kind (StreamingDeltaEvent included; it is never stored).',
@@ -163,6 +170,11 @@ export class Metrics {
     if (this.unknownKindLabels.size >= MAX_UNKNOWN_KIND_LABELS || !/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(kind)) return 'other';
     this.unknownKindLabels.add(kind);
     return kind;
+  }
+
+  /** Records one refused webhook batch. */
+  recordWebhookRefusal(status: number, reason: string): void {
+    this.webhookBatchesRefused.inc({ status: String(status), reason });
   }
 
   /** Records what one conversation info charged (micro-dollars), and whether it overdrew the balance. */

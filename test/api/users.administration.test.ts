@@ -69,7 +69,7 @@ describe('administration over HTTP', function () {
       expect(mine.body).to.deep.include({ user_id: member.userId, email: member.email, is_super_admin: false, permissions: [], suspended: false });
       expect(Date.parse(mine.body.created_at)).to.be.closeTo(Date.now(), 60_000);
       const root = await as(admin.accessToken).get('/api/me').expect(200);
-      expect(root.body.permissions).to.deep.equal(['MANAGE_SUPER_ADMINS', 'MANAGE_USERS', 'MANAGE_VERIFIED_MODELS', 'VIEW_AUDIT_LOG']);
+      expect(root.body.permissions).to.deep.equal(['MANAGE_SUPER_ADMINS', 'MANAGE_USERS', 'MANAGE_VERIFIED_MODELS', 'VIEW_AUDIT_LOG', 'MANAGE_REFUSED_DELIVERIES']);
     });
 
     it('returns 401 without an access token, and for a session API key', async () => {

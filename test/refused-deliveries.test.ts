@@ -1,0 +1,228 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { createTestApp, type TestApp } from './helpers/app.ts';
+import { testDatabase } from './helpers/hooks.ts';
+import { createUserFixture, type UserFixture } from './helpers/fixtures.ts';
+import { minimalEvent } from './fixtures/events.ts';
+import { parsePrometheusText, sumSamples } from './helpers/prometheus.ts';
+import { WebhookSubscriber } from './helpers/webhook-subscriber.ts';
+import { RefusedDeliveryRetention } from '../src/retention/refused-deliveries.ts';
+import { createLogger } from '../src/logger.ts';
+
+const webhook = (conversationId: string) => `/api/v1/webhooks/events/${conversationId}`;
+const sql = (text: string, values: unknown[] = []) => testDatabase().orm.em.getConnection().execute(text, values);
+
+/** An event of a kind this contract does not know, shaped like the SDK's newer SecurityAnalysisEvent. */
+function unknownKindEvent(marker: string): Record<string, unknown> {
+  return {
+    kind: 'FutureAnalysisEvent',
+    id: randomUUID(),
+    timestamp: '2026-11-27T08:00:00.000000',
+    source: 'environment',
+    analyzer: 'llm',
+    risk: 'LOW',
+    reasoning: marker,
+  };
+}
+
+const message = (text: string) => minimalEvent('MessageEvent', { llm_message: { role: 'user', content: [{ type: 'text', text }] } });
+
+interface Item {
+  id: number;
+  user_id: string;
+  conversation_id: string;
+  status: number;
+  reason: string;
+  detail: string;
+  event_count: number | null;
+  body_bytes: number | null;
+  attempts: number;
+  first_seen_at: string;
+  last_seen_at: string;
+  replayed_at: string | null;
+}
+
+describe('refused deliveries (the refusal ledger)', () => {
+  let client: TestApp;
+  let owner: UserFixture;
+  let admin: UserFixture;
+  before(async () => {
+    client = await createTestApp({ metricsToken: undefined });
+  });
+  beforeEach(async () => {
+    owner = await createUserFixture();
+    admin = await createUserFixture({ superAdmin: true });
+  });
+
+  const post = (conversationId: string, body: unknown, key = owner.sessionApiKey) =>
+    client.request.post(webhook(conversationId)).set('X-Session-API-Key', key).set('Content-Type', 'application/json').send(body as object);
+  const ownList = async (query = '', user = owner) =>
+    (await client.request.get(`/api/v1/refused-deliveries${query}`).set('X-Access-Token', user.accessToken).expect(200)).body as { items: Item[]; next_cursor: string | null };
+  const adminList = async (query = '') =>
+    (await client.request.get(`/api/admin/refused-deliveries${query}`).set('X-Access-Token', admin.accessToken).expect(200)).body as { items: Item[]; next_cursor: string | null };
+
+  describe('a batch the agent-server retries (its WebhookSubscriber)', () => {
+    it('is recorded once with its attempts counted, visible to the owner and the admin, and the conversation says so', async () => {
+      const conversationId = randomUUID();
+      const marker = `payload-marker-${randomUUID()}`;
+      const subscriber = new WebhookSubscriber(conversationId, async (hex, events) => (await post(hex, events)).status);
+      for (const event of [message('one'), message('two'), unknownKindEvent(marker), message('three')]) await subscriber.publish(event);
+      await subscriber.publish(message('four')); // the fifth event: the buffer is full, the batch goes
+      for (let flush = 1; flush < 12; flush++) await subscriber.flush(); // the agent-server's timer, eleven more times
+      expect(subscriber.statuses).to.have.length(48).and.satisfy((statuses: number[]) => statuses.every((s) => s === 422));
+      expect(subscriber.queue).to.have.length(5); // re-queued at the front, never stored
+
+      const [item, ...others] = (await ownList()).items;
+      expect(others).to.be.empty;
+      expect(item).to.include({ conversation_id: conversationId.replace(/-/g, ''), status: 422, reason: 'union_tag_invalid', event_count: 5, attempts: 48, replayed_at: null, user_id: owner.userId });
+      expect(item!.detail).to.match(/^body\.2: Input tag 'FutureAnalysisEvent'/).and.not.include(marker);
+      expect(item!.body_bytes).to.be.above(0);
+      expect((await adminList()).items.map((i) => i.id)).to.deep.equal([item!.id]);
+      expect((await ownList('', admin)).items).to.be.empty;
+      await client.request.get('/api/admin/refused-deliveries').set('X-Access-Token', owner.accessToken).expect(403);
+
+      // No conversation was created by the refused batch; once one exists it shows the refusals.
+      await client.request.get(`/api/v1/conversations/${conversationId}`).set('X-Access-Token', owner.accessToken).expect(404);
+      await post(conversationId, [message('created apart')]).expect(200);
+      const conversation = (await client.request.get(`/api/v1/conversations/${conversationId}`).set('X-Access-Token', owner.accessToken).expect(200)).body;
+      expect(conversation.delivery_refusals).to.deep.include({ count: 1, last_status: 422, last_detail: item!.detail });
+      const listed = (await client.request.get('/api/v1/conversations').set('X-Access-Token', owner.accessToken).expect(200)).body;
+      expect(listed.items[0].delivery_refusals.count).to.equal(1);
+
+      // One warning per refusal naming the conversation and the reason; never the payload.
+      const warnings = client.logs.filter((line) => line.includes('webhook batch refused') && line.includes(conversationId.replace(/-/g, '')));
+      expect(warnings).to.have.length(48);
+      expect(JSON.parse(warnings[0]!)).to.include({ level: 40, reason: 'union_tag_invalid', status: 422 });
+      expect(client.logs.join('\n')).not.to.include(marker);
+
+      const metrics = parsePrometheusText((await client.request.get('/metrics').expect(200)).text);
+      expect(sumSamples(metrics, 'webhook_batches_refused_total', { status: '422', reason: 'union_tag_invalid' })).to.be.at.least(48);
+    });
+  });
+
+  describe('GET /api/v1/refused-deliveries', () => {
+    it('filters by conversation (either UUID form) and since, newest first, a page at a time', async () => {
+      const [a, b] = [randomUUID(), randomUUID()];
+      for (let i = 0; i < 3; i++) await post(a, [unknownKindEvent(`a${i}`)]).expect(422);
+      await post(b, [unknownKindEvent('b')]).expect(422);
+      const all = await ownList();
+      expect(all.items.map((i) => i.conversation_id)).to.deep.equal([b, a, a, a]);
+      expect((await ownList(`?conversation_id=${a.replace(/-/g, '').toUpperCase()}`)).items).to.have.length(3);
+      expect((await ownList(`?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).items).to.be.empty;
+      const first = await ownList('?limit=3');
+      expect(first.items).to.have.length(3);
+      const second = await ownList(`?limit=3&cursor=${first.next_cursor}`);
+      expect(second.items.map((i) => i.id)).to.deep.equal([all.items[3]!.id]);
+      expect(second.next_cursor).to.equal(null);
+      await client.request.get(`/api/v1/refused-deliveries?conversation_id=${a}&cursor=${first.next_cursor}`).set('X-Access-Token', owner.accessToken).expect(422);
+      await client.request.get('/api/v1/refused-deliveries?limit=101').set('X-Access-Token', owner.accessToken).expect(422);
+      await client.request.get('/api/v1/refused-deliveries').expect(401);
+    });
+
+    it('keeps a 401 and a 403 out of the ledger', async () => {
+      const conversationId = randomUUID();
+      await post(conversationId, [message('mine')]).expect(200);
+      const other = await createUserFixture();
+      await post(conversationId, [message('theirs')], other.sessionApiKey).expect(403);
+      await post(conversationId, [message('nobody')], 'sk-oh-not-a-key').expect(401);
+      expect((await adminList()).items).to.be.empty;
+    });
+  });
+
+  describe('POST /api/admin/refused-deliveries/{refused_delivery_id}/replay', () => {
+    it('stores a batch refused under a lower limit once the limit is raised; a second replay stores nothing', async () => {
+      const conversationId = randomUUID();
+      const small = await createTestApp({ bodyLimitBytes: 4096, webhookSingleEventLimitBytes: 65_536 });
+      const events = [message('x'.repeat(3000)), message('y'.repeat(3000))];
+      const refused = await small.request.post(webhook(conversationId)).set('X-Session-API-Key', owner.sessionApiKey).send(events).expect(413);
+      expect(refused.body.detail).to.match(/more than one event may hold at most 4096 bytes/);
+      const [item] = (await adminList()).items;
+      expect(item).to.include({ status: 413, reason: 'batch_too_large', event_count: 2 });
+
+      const replayed = await client.request.post(`/api/admin/refused-deliveries/${item!.id}/replay`).set('X-Access-Token', admin.accessToken).expect(200);
+      expect(replayed.body.stored_events).to.equal(2);
+      expect(replayed.body.delivery.replayed_at).to.be.a('string');
+      const stored = (await client.request.get(`/api/v1/conversations/${conversationId}/events`).set('X-Access-Token', owner.accessToken).expect(200)).body;
+      expect(stored.items.map((e: { event: { id: string } }) => e.event.id)).to.deep.equal(events.map((e) => e.id));
+      const again = await client.request.post(`/api/admin/refused-deliveries/${item!.id}/replay`).set('X-Access-Token', admin.accessToken).expect(200);
+      expect(again.body.stored_events).to.equal(0);
+    });
+
+    it('answers the new 422 for a body still invalid, and the item says so', async () => {
+      const conversationId = randomUUID();
+      await post(conversationId, '[{"kind": "MessageEvent"').expect(422);
+      const [item] = (await ownList()).items;
+      expect(item).to.include({ reason: 'json_invalid', event_count: null });
+      await post(conversationId, [unknownKindEvent('replay')]).expect(422);
+      const [unknown] = (await ownList()).items;
+      const response = await client.request.post(`/api/admin/refused-deliveries/${unknown!.id}/replay`).set('X-Access-Token', admin.accessToken).expect(422);
+      expect(response.body.detail[0]).to.include({ type: 'union_tag_invalid' });
+      expect((await ownList()).items[0]).to.include({ id: unknown!.id, status: 422, replayed_at: null, attempts: 1 });
+    });
+
+    it('answers 409 for a refusal whose body was never read, 404 for no such refusal, 403 without the permission', async () => {
+      const small = await createTestApp({ bodyLimitBytes: 1024, webhookSingleEventLimitBytes: 2048 });
+      await small.request.post(webhook(randomUUID())).set('X-Session-API-Key', owner.sessionApiKey).send([message('z'.repeat(4000))]).expect(413);
+      const [item] = (await adminList()).items;
+      expect(item).to.include({ reason: 'body_too_large', event_count: null });
+      expect(item!.body_bytes).to.be.above(4000);
+      await client.request.post(`/api/admin/refused-deliveries/${item!.id}/replay`).set('X-Access-Token', admin.accessToken).expect(409);
+      await client.request.post('/api/admin/refused-deliveries/999999/replay').set('X-Access-Token', admin.accessToken).expect(404);
+      await client.request.post(`/api/admin/refused-deliveries/${item!.id}/replay`).set('X-Access-Token', owner.accessToken).expect(403);
+      await client.request.post('/api/admin/refused-deliveries/0/replay').set('X-Access-Token', admin.accessToken).expect(422);
+    });
+  });
+
+  describe('recording', () => {
+    it('never turns a refusal into a 500: a ledger that cannot be written is logged and the 422 still goes out', async () => {
+      await sql('alter table refused_deliveries rename to refused_deliveries_away');
+      try {
+        const response = await post(randomUUID(), [unknownKindEvent('x')]).expect(422);
+        expect(response.body.detail[0].type).to.equal('union_tag_invalid');
+      } finally {
+        await sql('alter table refused_deliveries_away rename to refused_deliveries');
+      }
+      expect(client.logs.some((line) => line.includes('the refusal ledger could not record it'))).to.equal(true);
+    });
+
+    it('stores a conversation.delivery_refused message at most once per conversation an hour', async () => {
+      await client.request
+        .post('/api/v1/webhook-endpoints')
+        .set('X-Access-Token', owner.accessToken)
+        .send({ url: 'https://hooks.example.com/refusals', event_types: ['conversation.delivery_refused'] })
+        .expect(201);
+      const conversationId = randomUUID();
+      const messages = async () =>
+        (await sql(`select data from webhook_messages where type = 'conversation.delivery_refused' and conversation_id = ?`, [conversationId])) as { data: Record<string, unknown> }[];
+      await post(conversationId, [unknownKindEvent('1')]).expect(422);
+      await post(conversationId, [unknownKindEvent('2')]).expect(422);
+      await post(conversationId, [unknownKindEvent('2')]).expect(422);
+      const sent = await messages();
+      expect(sent).to.have.length(1);
+      expect(sent[0]!.data).to.include({ conversation_id: conversationId, status: 422, reason: 'union_tag_invalid' });
+      // An hour later (the notice's time moved back), the next refusal is told again.
+      await sql(`update delivery_refusal_notices set sent_at = now() - interval '61 minutes'`);
+      await post(conversationId, [unknownKindEvent('3')]).expect(422);
+      expect(await messages()).to.have.length(2);
+    });
+
+    it('adds nothing for an accepted batch', async () => {
+      await post(randomUUID(), [message('fine')]).expect(200);
+      const [{ n }] = (await sql('select count(*)::int as n from refused_deliveries')) as [{ n: number }];
+      expect(n).to.equal(0);
+    });
+  });
+
+  describe('retention (REFUSED_DELIVERY_RETENTION_DAYS)', () => {
+    it('deletes refusals not seen for the retention period and keeps the others', async () => {
+      await post(randomUUID(), [unknownKindEvent('old')]).expect(422);
+      await post(randomUUID(), [unknownKindEvent('recent')]).expect(422);
+      const [recent, old] = (await adminList()).items;
+      await sql(`update refused_deliveries set last_seen_at = now() - interval '15 days' where id = ?`, [old!.id]);
+      await sql(`update refused_deliveries set last_seen_at = now() - interval '13 days' where id = ?`, [recent!.id]);
+      const deleted = await new RefusedDeliveryRetention(testDatabase().orm.em, 14, createLogger('silent')).sweep();
+      expect(deleted).to.equal(1);
+      expect((await adminList()).items.map((i) => i.id)).to.deep.equal([recent!.id]);
+    });
+  });
+});
