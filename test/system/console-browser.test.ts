@@ -665,6 +665,44 @@ describe('console in a browser (headless Chromium)', function () {
     expect(pageErrors).to.deep.equal([]);
   });
 
+  it('shows a banner on a conversation whose batches were refused, and the ledger on the admin page with a replay that asks first', async () => {
+    const conversationId = randomUUID();
+    await post(conversationId, [message('Fix the failing test')]);
+    await titled(conversationId, 'Fix the failing test');
+    // A batch holding a kind this server does not know, as a newer agent-server sends it: refused (422), kept.
+    const hostileKind = '<img src=x onerror=alert(1)>Event';
+    const refused = await fetch(`${baseUrl}/api/v1/webhooks/events/${conversationId.replace(/-/g, '')}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
+      body: JSON.stringify([message('before'), { kind: hostileKind, id: randomUUID(), timestamp: '2026-11-27T08:00:00', source: 'environment' }]),
+    });
+    expect(refused.status).to.equal(422);
+    await signIn(user.accessToken, `#/conversations/${conversationId}`);
+    const banner = page.locator('#delivery-refusals');
+    await banner.waitFor();
+    expect(await banner.textContent()).to.include('The server refused 1 batch of this conversation’s events').and.include(hostileKind);
+    await banner.locator('summary').click();
+    expect(await page.locator('#delivery-refusals img').count()).to.equal(0);
+    await expectAccessible();
+    await photograph('conversation-refusals');
+
+    const admin = await createUserFixture({ superAdmin: true });
+    await page.evaluate(() => sessionStorage.clear());
+    await signIn(admin.accessToken, '#/admin');
+    const row = page.locator('#refused-deliveries tbody tr', { hasText: conversationId.replace(/-/g, '') });
+    await row.waitFor();
+    expect(await row.textContent()).to.include('422').and.include('union_tag_invalid');
+    await page.locator('#refused').scrollIntoViewIfNeeded();
+    await expectAccessible();
+    await photograph('admin-refused-deliveries');
+    await row.locator('button.replay').click();
+    expect(await row.locator('button.replay').textContent()).to.include('Confirm replay');
+    await row.locator('button.replay').click();
+    // Still invalid under the strict contract: refused again, said so, and the row stays replayable.
+    await page.locator('#refused .notice.error', { hasText: 'was refused again' }).waitFor();
+    expect(pageErrors).to.deep.equal([]);
+  });
+
   it('creates a key, shows its secret once with a copy button, and revokes it', async () => {
     await signIn(user.accessToken, '#/account');
     await page.fill('#key-name', 'laptop CLI');
