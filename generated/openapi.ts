@@ -1343,7 +1343,8 @@ export interface paths {
          *     and body: a batch the agent-server retries on every flush is one item whose `attempts` grows.
          *     Items leave the ledger `REFUSED_DELIVERY_RETENTION_DAYS` (14) after they were last seen.
          *     Pages are linked by an opaque cursor (`next_cursor`, null on the last page); a cursor only
-         *     works for the query that produced it.
+         *     works for the query that produced it. `conversation_id` naming another user's conversation
+         *     → 403 (one that does not exist yet is fine: a refused first batch creates none).
          */
         get: operations["listRefusedDeliveries"];
         put?: never;
@@ -6801,6 +6802,20 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /** @description `conversation_id` names a conversation owned by another user. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This conversation belongs to another user"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             422: components["responses"]["ValidationFailed"];
             503: components["responses"]["ServiceUnavailable"];
         };

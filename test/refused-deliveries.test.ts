@@ -116,6 +116,9 @@ describe('refused deliveries (the refusal ledger)', () => {
       expect(second.next_cursor).to.equal(null);
       await client.request.get(`/api/v1/refused-deliveries?conversation_id=${a}&cursor=${first.next_cursor}`).set('X-Access-Token', owner.accessToken).expect(422);
       await client.request.get('/api/v1/refused-deliveries?limit=101').set('X-Access-Token', owner.accessToken).expect(422);
+      await post(b, [message('now it exists')]).expect(200);
+      const other = await createUserFixture();
+      await client.request.get(`/api/v1/refused-deliveries?conversation_id=${b}`).set('X-Access-Token', other.accessToken).expect(403);
       await client.request.get('/api/v1/refused-deliveries').expect(401);
     });
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sqlRows } from '../db/sql.ts';
-import { ConflictError, InvalidInputError, NotFoundError } from '../errors.ts';
+import { ConflictError, ForbiddenError, InvalidInputError, NotFoundError } from '../errors.ts';
 import { UUID_PATTERN, canonicalUuid } from '../uuid.ts';
 import type { RefusalReason } from './refusal.ts';
 import {
@@ -105,6 +105,7 @@ export class RefusalService {
   /** One page, newest (most recently first refused) first. */
   async list(query: RefusedDeliveryQuery): Promise<{ items: RefusedDeliveryView[]; next_cursor: string | null }> {
     const conversationKey = query.conversationId === undefined ? null : canonicalUuid(query.conversationId);
+    if (query.ownerId !== undefined && conversationKey !== null) await this.checkNotAnotherUsers(query.ownerId, conversationKey);
     const scope = cursorScope(query.ownerId, conversationKey, query.since);
     const beforeId = query.cursor === undefined ? null : cursorPosition(query.cursor, scope);
     const rows = await sqlRows<RefusedDeliveryRow>(
@@ -118,6 +119,12 @@ export class RefusalService {
     const items = rows.slice(0, query.limit).map(toRefusedDeliveryView);
     const more = rows.length > query.limit;
     return { items, next_cursor: more ? cursorOf(scope, items[items.length - 1]!.id) : null };
+  }
+
+  /** 403 for a conversation another user owns (a refused batch may name one that does not exist yet: that is the caller's). */
+  private async checkNotAnotherUsers(ownerId: string, conversationId: string): Promise<void> {
+    const [row] = await sqlRows<{ owner_id: string }>(this.em, 'select owner_id from conversations where id = $1', [conversationId]);
+    if (row && row.owner_id !== ownerId) throw new ForbiddenError('This conversation belongs to another user');
   }
 
   /** The kept body of a refusal (404 when there is none, 409 when its body was never read). */

@@ -69,10 +69,10 @@ describe('conversations (read-back API)', () => {
       const response = await get(`/api/v1/conversations/${conversationId}`).expect(200);
       const conversation = response.body as ConversationView;
       expect(conversation).to.have.all.keys('id', 'title', 'execution_status', 'event_count', 'created_at', 'updated_at', 'last_event_at', 'metrics',
-        'parent_conversation_id', 'sub_conversation_ids', 'forked_from_conversation_id', 'tags', 'accumulated_cost_usd', 'accumulated_cost_micro_usd', 'unrecognized_event_count');
+        'parent_conversation_id', 'sub_conversation_ids', 'forked_from_conversation_id', 'tags', 'accumulated_cost_usd', 'accumulated_cost_micro_usd', 'unrecognized_event_count', 'delivery_refusals');
       expect(conversation.id).to.equal(conversationId);
       // Until the agent-server posts its conversation info (test/api/webhooks.conversation-info.test.ts).
-      expect(conversation).to.include({ title: null, metrics: null, accumulated_cost_usd: 0, accumulated_cost_micro_usd: 0 });
+      expect(conversation).to.include({ title: null, metrics: null, accumulated_cost_usd: 0, accumulated_cost_micro_usd: 0, delivery_refusals: null });
       expect(conversation.execution_status).to.equal('paused');
       expect(conversation.event_count).to.equal(3);
       for (const field of ['created_at', 'updated_at', 'last_event_at'] as const) {
@@ -284,7 +284,7 @@ describe('conversations (read-back API)', () => {
       expect(page.next_cursor).to.equal(null);
       for (const conversation of page.items) {
         expect(conversation).to.have.all.keys('id', 'title', 'execution_status', 'event_count', 'created_at', 'updated_at', 'last_event_at', 'metrics',
-        'parent_conversation_id', 'sub_conversation_ids', 'forked_from_conversation_id', 'tags', 'accumulated_cost_usd', 'accumulated_cost_micro_usd', 'unrecognized_event_count');
+        'parent_conversation_id', 'sub_conversation_ids', 'forked_from_conversation_id', 'tags', 'accumulated_cost_usd', 'accumulated_cost_micro_usd', 'unrecognized_event_count', 'delivery_refusals');
       }
 
       const strangersPage = (await get('/api/v1/conversations', sessionKeyOf(stranger)).expect(200)).body as ConversationPage;

@@ -175,8 +175,10 @@ describe('protocol errors', () => {
   });
 
   it('returns 413 {detail} for a body over the configured limit', async () => {
-    const response = await postEvents(client, user.sessionApiKey, randomUUID(), [{ ...minimalEvent('AgentErrorEvent'), error: 'x'.repeat(4096) }]).expect(413);
-    expect(response.body).to.deep.equal({ detail: 'Request body exceeds the limit of 2048 bytes' });
+    const events = [minimalEvent('AgentErrorEvent', { error: 'x'.repeat(2048) }), minimalEvent('AgentErrorEvent', { error: 'y'.repeat(2048) })];
+    const response = await postEvents(client, user.sessionApiKey, randomUUID(), events).expect(413);
+    // One event alone may be larger (WEBHOOK_SINGLE_EVENT_LIMIT_BYTES: test/api/webhooks.limits.test.ts).
+    expect(response.body).to.deep.equal({ detail: `A batch of more than one event may hold at most 2048 bytes (a single event up to ${64 * 1024 * 1024})` });
   });
 
   it('answers 401 before reading the body of a request without a credential', async () => {
