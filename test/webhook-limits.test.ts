@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { createApp } from '../src/app.ts';
 import { createLogger } from '../src/logger.ts';
 import { MAX_ECHOED_INPUT_BYTES } from '../src/api/validation-errors.ts';
+import { ConversationService, type Event } from '../src/conversations/conversation-service.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { testConfig, testDatabase } from './helpers/hooks.ts';
 import { createUserFixture, type UserFixture } from './helpers/fixtures.ts';
@@ -65,6 +66,16 @@ describe('POST /api/v1/webhooks/events/{conversation_id}: sizes', () => {
     await post(webhook(randomUUID()), JSON.stringify([messageOf('x'.repeat(9000))])).expect(413);
     const info = JSON.stringify({ id: randomUUID(), title: 'x'.repeat(4000), execution_status: 'idle', created_at: '2026-11-27T08:00:00Z', updated_at: '2026-11-27T08:00:00Z' });
     await post('/api/v1/webhooks/conversations', info).expect(413);
+  });
+
+  it('commits a batch over 8 MiB in a transaction of its own, the small batches beside it together', async function () {
+    this.timeout(60_000);
+    const conversations = new ConversationService(testDatabase().orm.em, createLogger('silent'), { maxInFlight: 1, maxBatches: 64, maxEvents: 500 });
+    const small = () => conversations.ingest(owner, randomUUID(), [messageOf('small') as Event]);
+    const huge = conversations.ingest(owner, randomUUID(), [messageOf('h'.repeat(9 * MiB)) as Event]);
+    const outcomes = await Promise.all([huge, small(), small(), small()]);
+    expect(outcomes.map((o) => o.stored)).to.deep.equal([1, 1, 1, 1]);
+    expect(conversations.ingestion.stats).to.include({ batches: 4, transactions: 2, largestGroup: 3 });
   });
 
   it('answers 200 to an empty batch and creates no conversation', async () => {
