@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { MAX_DETAIL_CHARS, refusalOf } from '../src/refusals/refusal.ts';
+import { MAX_DETAIL_CHARS, refusalOf } from '../../src/refusals/refusal.ts';
 
 describe('refusalOf (what the refusal ledger, the log and the metrics say about a refused batch)', () => {
   it('names the first 422 error type as the reason and each problem as loc: msg, five at most', () => {

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { createTestApp, type TestApp } from './helpers/app.ts';
-import { testDatabase } from './helpers/hooks.ts';
-import { createUserFixture, type UserFixture } from './helpers/fixtures.ts';
-import { minimalEvent } from './fixtures/events.ts';
-import { parsePrometheusText, sumSamples } from './helpers/prometheus.ts';
-import { WebhookSubscriber } from './helpers/webhook-subscriber.ts';
-import { RefusedDeliveryRetention } from '../src/retention/refused-deliveries.ts';
-import { createLogger } from '../src/logger.ts';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { testDatabase } from '../helpers/hooks.ts';
+import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
+import { minimalEvent } from '../fixtures/events.ts';
+import { parsePrometheusText, sumSamples } from '../helpers/prometheus.ts';
+import { WebhookSubscriber } from '../helpers/webhook-subscriber.ts';
+import { postEvents, webhookPath } from '../helpers/webhook.ts';
+import { RefusedDeliveryRetention } from '../../src/retention/refused-deliveries.ts';
+import { createLogger } from '../../src/logger.ts';
 
-const webhook = (conversationId: string) => `/api/v1/webhooks/events/${conversationId}`;
 const sql = (text: string, values: unknown[] = []) => testDatabase().orm.em.getConnection().execute(text, values);
 
 /** An event of a kind this contract does not know, shaped like the SDK's newer SecurityAnalysisEvent. */
@@ -54,8 +54,7 @@ describe('refused deliveries (the refusal ledger)', () => {
     admin = await createUserFixture({ superAdmin: true });
   });
 
-  const post = (conversationId: string, body: unknown, key = owner.sessionApiKey) =>
-    client.request.post(webhook(conversationId)).set('X-Session-API-Key', key).set('Content-Type', 'application/json').send(body as object);
+  const post = (conversationId: string, body: unknown, key = owner.sessionApiKey) => postEvents(client, key, conversationId, body);
   const ownList = async (query = '', user = owner) =>
     (await client.request.get(`/api/v1/refused-deliveries${query}`).set('X-Access-Token', user.accessToken).expect(200)).body as { items: Item[]; next_cursor: string | null };
   const adminList = async (query = '') =>
@@ -137,7 +136,7 @@ describe('refused deliveries (the refusal ledger)', () => {
       const conversationId = randomUUID();
       const small = await createTestApp({ bodyLimitBytes: 4096, webhookSingleEventLimitBytes: 65_536 });
       const events = [message('x'.repeat(3000)), message('y'.repeat(3000))];
-      const refused = await small.request.post(webhook(conversationId)).set('X-Session-API-Key', owner.sessionApiKey).send(events).expect(413);
+      const refused = await postEvents(small, owner.sessionApiKey, conversationId, events).expect(413);
       expect(refused.body.detail).to.match(/more than one event may hold at most 4096 bytes/);
       const [item] = (await adminList()).items;
       expect(item).to.include({ status: 413, reason: 'batch_too_large', event_count: 2 });
@@ -165,7 +164,7 @@ describe('refused deliveries (the refusal ledger)', () => {
 
     it('answers 409 for a refusal whose body was never read, 404 for no such refusal, 403 without the permission', async () => {
       const small = await createTestApp({ bodyLimitBytes: 1024, webhookSingleEventLimitBytes: 2048 });
-      await small.request.post(webhook(randomUUID())).set('X-Session-API-Key', owner.sessionApiKey).send([message('z'.repeat(4000))]).expect(413);
+      await postEvents(small, owner.sessionApiKey, randomUUID(), [message('z'.repeat(4000))]).expect(413);
       const [item] = (await adminList()).items;
       expect(item).to.include({ reason: 'body_too_large', event_count: null });
       expect(item!.body_bytes).to.be.above(4000);

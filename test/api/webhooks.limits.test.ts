@@ -2,17 +2,17 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { createApp } from '../src/app.ts';
-import { createLogger } from '../src/logger.ts';
-import { MAX_ECHOED_INPUT_BYTES } from '../src/api/validation-errors.ts';
-import { ConversationService, type Event } from '../src/conversations/conversation-service.ts';
-import { createTestApp, type TestApp } from './helpers/app.ts';
-import { testConfig, testDatabase } from './helpers/hooks.ts';
-import { createUserFixture, type UserFixture } from './helpers/fixtures.ts';
-import { minimalEvent } from './fixtures/events.ts';
+import { createApp } from '../../src/app.ts';
+import { createLogger } from '../../src/logger.ts';
+import { MAX_ECHOED_INPUT_BYTES } from '../../src/api/validation-errors.ts';
+import { ConversationService, type Event } from '../../src/conversations/conversation-service.ts';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { testConfig, testDatabase } from '../helpers/hooks.ts';
+import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
+import { minimalEvent } from '../fixtures/events.ts';
+import { postEvents, webhookPath } from '../helpers/webhook.ts';
 
 const MiB = 1024 * 1024;
-const webhook = (conversationId: string) => `/api/v1/webhooks/events/${conversationId}`;
 const messageOf = (text: string) => minimalEvent('MessageEvent', { llm_message: { role: 'user', content: [{ type: 'text', text }] } });
 
 describe('POST /api/v1/webhooks/events/{conversation_id}: sizes', () => {
@@ -25,8 +25,7 @@ describe('POST /api/v1/webhooks/events/{conversation_id}: sizes', () => {
     owner = await createUserFixture();
   });
 
-  const postText = (conversationId: string, text: string) =>
-    client.request.post(webhook(conversationId)).set('X-Session-API-Key', owner.sessionApiKey).set('Content-Type', 'application/json').send(text);
+  const postText = (conversationId: string, text: string) => postEvents(client, owner.sessionApiKey, conversationId, text);
   const storedEvents = async (conversationId: string) =>
     (await client.request.get(`/api/v1/conversations/${conversationId}/events`).set('X-Access-Token', owner.accessToken).expect(200)).body.items as {
       event: { id: string; llm_message: { content: { text: string }[] } };
@@ -62,8 +61,8 @@ describe('POST /api/v1/webhooks/events/{conversation_id}: sizes', () => {
   it('answers 413 for a single event past WEBHOOK_SINGLE_EVENT_LIMIT_BYTES, and other operations keep BODY_LIMIT_BYTES', async () => {
     const small = await createTestApp({ bodyLimitBytes: 2048, webhookSingleEventLimitBytes: 8192 });
     const post = (path: string, body: string) => small.request.post(path).set('X-Session-API-Key', owner.sessionApiKey).set('Content-Type', 'application/json').send(body);
-    await post(webhook(randomUUID()), JSON.stringify([messageOf('x'.repeat(6000))])).expect(200);
-    await post(webhook(randomUUID()), JSON.stringify([messageOf('x'.repeat(9000))])).expect(413);
+    await post(webhookPath(randomUUID()), JSON.stringify([messageOf('x'.repeat(6000))])).expect(200);
+    await post(webhookPath(randomUUID()), JSON.stringify([messageOf('x'.repeat(9000))])).expect(413);
     const info = JSON.stringify({ id: randomUUID(), title: 'x'.repeat(4000), execution_status: 'idle', created_at: '2026-11-27T08:00:00Z', updated_at: '2026-11-27T08:00:00Z' });
     await post('/api/v1/webhooks/conversations', info).expect(413);
   });
@@ -128,7 +127,7 @@ describe('REQUEST_BODY_BUDGET_BYTES', () => {
         host: '127.0.0.1',
         port,
         method: 'POST',
-        path: webhook(conversationId),
+        path: webhookPath(conversationId),
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-session-api-key': owner.sessionApiKey },
       });
       const answered = new Promise<{ status: number; retryAfter: string | undefined }>((resolve, reject) => {
