@@ -58,3 +58,20 @@ export function deleteEventBatch(trx: SqlRunner, id: string, limit: number): Pro
 export async function deleteIfExpired(em: EntityManager, id: string, days: number): Promise<boolean> {
   return (await sqlRun(em, 'delete from conversations where id = $1 and updated_at < now() - make_interval(days => $2)', [id, days])) > 0;
 }
+
+/** Deletes up to `limit` refused deliveries not seen for `days`; how many went. */
+export async function deleteExpiredRefusals(em: EntityManager, days: number, limit: number): Promise<number> {
+  const rows = await sqlRows<{ id: string }>(
+    em,
+    `delete from refused_deliveries where id in (
+       select id from refused_deliveries where last_seen_at < now() - make_interval(days => $1) limit $2
+     ) returning id`,
+    [days, limit],
+  );
+  return rows.length;
+}
+
+/** Deletes the hourly notice marks of `conversation.delivery_refused` older than `days`. */
+export async function deleteExpiredRefusalNotices(em: EntityManager, days: number): Promise<void> {
+  await sqlRows(em, 'delete from delivery_refusal_notices where sent_at < now() - make_interval(days => $1)', [days]);
+}

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../logger.ts';
-import { sqlRows } from '../db/sql.ts';
+import { deleteExpiredRefusalNotices, deleteExpiredRefusals } from './queries.ts';
 
 /** Rows deleted per statement, so that a large backlog never holds locks or WAL for long. */
 const DELETE_CHUNK = 1_000;
@@ -49,17 +49,11 @@ export class RefusedDeliveryRetention {
   async sweep(): Promise<number> {
     let deleted = 0;
     for (;;) {
-      const rows = await sqlRows<{ id: string }>(
-        this.em,
-        `delete from refused_deliveries where id in (
-           select id from refused_deliveries where last_seen_at < now() - make_interval(days => $1) limit $2
-         ) returning id`,
-        [this.days, DELETE_CHUNK],
-      );
-      deleted += rows.length;
-      if (rows.length < DELETE_CHUNK || this.stopped) break;
+      const chunk = await deleteExpiredRefusals(this.em, this.days, DELETE_CHUNK);
+      deleted += chunk;
+      if (chunk < DELETE_CHUNK || this.stopped) break;
     }
-    await sqlRows(this.em, 'delete from delivery_refusal_notices where sent_at < now() - make_interval(days => $1)', [this.days]);
+    await deleteExpiredRefusalNotices(this.em, this.days);
     if (deleted > 0) this.log.info({ deleted, days: this.days }, 'refused delivery retention deleted expired refusals');
     return deleted;
   }
