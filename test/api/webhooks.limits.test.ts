@@ -113,7 +113,7 @@ describe('REQUEST_BODY_BUDGET_BYTES', () => {
   it('answers 503 with Retry-After while the bodies in flight would pass the budget, and takes bodies again once they are done', async function () {
     this.timeout(30_000);
     const owner = await createUserFixture();
-    const app = await createApp({
+    const { app } = await createApp({
       config: { ...testConfig(), requestBodyBudgetBytes: 100_000 },
       logger: createLogger('silent'),
       orm: testDatabase().orm,
