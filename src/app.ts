@@ -5,6 +5,7 @@ import { contractHandlers, securityHandlers, serveOperations } from './api/contr
 import { operationHandlers } from './api/operation-handlers.ts';
 import { refusalRecorder } from './api/refusal-recorder.ts';
 import { webhookReplayer } from './api/webhook-replay.ts';
+import { eventCompatibilityFor } from './api/event-compatibility.ts';
 import { renderError } from './api/render-error.ts';
 import { withStorableStrings } from './api/storable-strings.ts';
 import type { RequestState } from './api/context.ts';
@@ -27,9 +28,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const { config, logger } = deps;
   const services = buildServices(deps);
   const api = await createOpenApiBackend();
+  const eventCompatibility = eventCompatibilityFor(api, config.webhookEventCompatibility);
   // Strings PostgreSQL cannot store (`\u0000`, lone surrogates) → 422 naming the field.
-  const handlers = withStorableStrings(operationHandlers(services, webhookReplayer(api, services.conversations, config)));
-  api.register({ ...handlers, ...contractHandlers(api, config, handlers) });
+  const handlers = withStorableStrings(operationHandlers(services, webhookReplayer(api, services.conversations, config, eventCompatibility)));
+  api.register({ ...handlers, ...contractHandlers(api, config, handlers, eventCompatibility) });
   for (const [scheme, handler] of Object.entries(securityHandlers(services.authenticator, services.streamTickets, config.metricsToken))) {
     api.registerSecurityHandler(scheme, handler);
   }

@@ -6,7 +6,7 @@ import { requirePermission, type Authenticator, type Permission } from '../ident
 import type { StreamTickets } from '../live/stream-tickets.ts';
 import { metricsTokenChecker } from '../observability/metrics-token.ts';
 import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type RequestState } from './context.ts';
-import { EventCompatibility, admitsUnrecognizedEvents } from './event-compatibility.ts';
+import { admitsUnrecognizedEvents, type EventCompatibility } from './event-compatibility.ts';
 import { RequestBodyBudget, readOperationBody } from './request-body.ts';
 import { checkPathEncoding } from './storable-strings.ts';
 import { RequestValidationError, toValidationErrors } from './validation-errors.ts';
@@ -35,11 +35,10 @@ export function serveOperations(api: OpenAPIBackend): Middleware<RequestState> {
  */
 export function contractHandlers(
   api: OpenAPIBackend,
-  config: Pick<Config, 'bodyLimitBytes' | 'maxValidationErrors' | 'webhookEventCompatibility' | 'webhookSingleEventLimitBytes' | 'requestBodyBudgetBytes'>,
+  config: Pick<Config, 'bodyLimitBytes' | 'maxValidationErrors' | 'webhookSingleEventLimitBytes' | 'requestBodyBudgetBytes'>,
   handlers: OperationHandlers,
+  eventCompatibility: EventCompatibility | undefined,
 ) {
-  const eventCompatibility =
-    config.webhookEventCompatibility === 'accept-unknown' ? new EventCompatibility(api.definition.components!.schemas as Record<string, unknown>) : undefined;
   const bodyBudget = new RequestBodyBudget(config.requestBodyBudgetBytes);
   return {
     async postSecurityHandler(c: OperationContext, ctx: KoaContext, request: OpenApiRequest) {

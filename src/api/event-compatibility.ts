@@ -1,6 +1,7 @@
 import type { ValidateFunction } from 'ajv';
 import type { components } from '../../generated/openapi.ts';
-import type { Context as OperationContext } from 'openapi-backend';
+import type { Context as OperationContext, OpenAPIBackend } from 'openapi-backend';
+import type { WebhookEventCompatibility } from '../config.ts';
 import { createAjv } from './ajv.ts';
 import type { KoaContext } from './context.ts';
 
@@ -138,17 +139,34 @@ export class EventCompatibility {
 const INSIDE_AN_EVENT = /^\/requestBody\/\d+(\/|$)/;
 
 /**
- * The validation-failure hook of `accept-unknown`: true when `c` is a webhook batch whose every
- * validation error lies inside its events and `compatibility` admits each of them; the verdicts are
- * then left in `ctx.state.unrecognizedEvents` for the handler to store with the events.
+ * Per event of a webhook batch that failed validation with `errors`, what the contract does not know
+ * of it, when that is all that failed; undefined when something else failed or nothing is unknown.
+ */
+export function unrecognizedEventsOf(
+  compatibility: EventCompatibility,
+  body: unknown,
+  errors: readonly { instancePath: string }[],
+): (Unrecognized | null)[] | undefined {
+  if (!Array.isArray(body) || !errors.every((error) => INSIDE_AN_EVENT.test(error.instancePath))) return undefined;
+  const verdicts = compatibility.examine(body);
+  // Nothing unknown found: whatever failed is not for this policy to excuse.
+  return verdicts?.some((verdict) => verdict !== null) ? verdicts : undefined;
+}
+
+/**
+ * The validation-failure hook of `accept-unknown`: true when `c` is a webhook batch that
+ * `unrecognizedEventsOf` admits; the verdicts are then left in `ctx.state.unrecognizedEvents` for the
+ * handler to store with the events.
  */
 export function admitsUnrecognizedEvents(compatibility: EventCompatibility, c: OperationContext, ctx: KoaContext): boolean {
   if (c.operation.operationId !== 'ingestEvents') return false;
-  const body = c.request.requestBody as unknown;
-  if (!Array.isArray(body) || !(c.validation.errors ?? []).every((error) => INSIDE_AN_EVENT.test(error.instancePath))) return false;
-  const verdicts = compatibility.examine(body);
-  // Nothing unknown found: whatever failed is not for this policy to excuse.
-  if (!verdicts?.some((verdict) => verdict !== null)) return false;
+  const verdicts = unrecognizedEventsOf(compatibility, c.request.requestBody, c.validation.errors ?? []);
+  if (!verdicts) return false;
   ctx.state.unrecognizedEvents = verdicts;
   return true;
+}
+
+/** The checker of the `accept-unknown` policy over the contract's schemas; none under `strict`. */
+export function eventCompatibilityFor(api: OpenAPIBackend, policy: WebhookEventCompatibility): EventCompatibility | undefined {
+  return policy === 'accept-unknown' ? new EventCompatibility(api.definition.components!.schemas as Record<string, unknown>) : undefined;
 }

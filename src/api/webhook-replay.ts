@@ -7,6 +7,7 @@ import { HttpError } from '../errors.ts';
 import { decodeJsonBody } from './json-body.ts';
 import { BatchTooLargeError, checkWebhookBatchSize, webhookReadLimit, type BodyLimits } from './request-body.ts';
 import { RequestValidationError, toValidationErrors } from './validation-errors.ts';
+import { unrecognizedEventsOf, type EventCompatibility } from './event-compatibility.ts';
 
 /** Stores a kept webhook body for its owner, or throws the refusal it gets now (413, 422, 403). */
 export type WebhookReplayer = (ownerId: string, conversationId: string, body: Buffer) => Promise<{ stored: number }>;
@@ -36,13 +37,14 @@ export async function replayRefusedDelivery(
 
 /**
  * A refused batch sent through the webhook's rules of now: its size limits, the `ingestEvents`
- * validator of the contract (with whatever compatibility policy it applies) and the same ingest,
+ * validator of the contract, the compatibility policy of now and the same ingest,
  * idempotent by event id.
  */
 export function webhookReplayer(
   api: OpenAPIBackend,
   conversations: ConversationService,
   limits: BodyLimits & { maxValidationErrors: number },
+  eventCompatibility: EventCompatibility | undefined,
 ): WebhookReplayer {
   return async (ownerId, conversationId, raw) => {
     if (raw.length > webhookReadLimit(limits)) throw new HttpError(413, `Request body exceeds the limit of ${webhookReadLimit(limits)} bytes`);
@@ -56,13 +58,15 @@ export function webhookReplayer(
       body: body.value,
     };
     const validation = api.validator.validateRequest(request, 'ingestEvents');
-    if (!validation.valid) {
+    // Under `accept-unknown`, what the contract does not know is stored flagged, as the webhook does.
+    const unrecognized = validation.valid || !eventCompatibility ? undefined : unrecognizedEventsOf(eventCompatibility, body.value, validation.errors ?? []);
+    if (!validation.valid && !unrecognized) {
       const [bodyValidator] = api.validator.getRequestValidatorsForOperation('ingestEvents') ?? [];
       const validated = { requestBody: body.value, path: { conversation_id: conversationId }, query: {}, header: request.headers };
       throw new RequestValidationError(
         toValidationErrors(validation.errors ?? [], validated, (bodyValidator?.schema ?? {}) as object, limits.maxValidationErrors),
       );
     }
-    return conversations.ingest({ userId: ownerId }, conversationId, body.value as Event[]);
+    return conversations.ingest({ userId: ownerId }, conversationId, body.value as Event[], unrecognized);
   };
 }

@@ -150,6 +150,22 @@ describe('refused deliveries (the refusal ledger)', () => {
       expect(again.body.stored_events).to.equal(0);
     });
 
+    it('stores a batch refused under strict, flagged, once the instance runs accept-unknown', async () => {
+      const conversationId = randomUUID();
+      const events = [message('before'), unknownKindEvent('after the upgrade')];
+      await post(conversationId, events).expect(422);
+      const [item] = (await ownList()).items;
+      expect(item).to.include({ status: 422, reason: 'union_tag_invalid', event_count: 2 });
+
+      const upgraded = await createTestApp({ webhookEventCompatibility: 'accept-unknown' });
+      const replayed = await upgraded.request.post(`/api/admin/refused-deliveries/${item!.id}/replay`).set('X-Access-Token', admin.accessToken).expect(200);
+      expect(replayed.body.stored_events).to.equal(2);
+      const stored = (await client.request.get(`/api/v1/conversations/${conversationId}/events`).set('X-Access-Token', owner.accessToken).expect(200)).body;
+      expect(stored.items.map((e: { event: { id: string } }) => e.event.id)).to.deep.equal(events.map((e) => e.id));
+      expect(stored.items[0].unrecognized).to.equal(undefined);
+      expect(stored.items[1].unrecognized).to.deep.equal({ kind: true, properties: [] });
+    });
+
     it('answers the new 422 for a body still invalid, and the item says so', async () => {
       const conversationId = randomUUID();
       await post(conversationId, '[{"kind": "MessageEvent"').expect(422);
