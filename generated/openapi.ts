@@ -7011,7 +7011,11 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_before_id": null
+                     *       "next_before_id": null,
+                     *       "people": {
+                     *         "9a3e1c52-7b0d-4f6e-8c21-5d4b3a2f1e0d": "admin@acme.example",
+                     *         "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f": "ada@acme.example"
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["AuditLogPage"];
