@@ -11,6 +11,7 @@ import { freePort } from '../../scripts/lib/free-port.ts';
 import { testConfig, testDatabase } from '../helpers/hooks.ts';
 import { openEventStream, type SseMessage } from '../helpers/event-stream.ts';
 import { parsePrometheusText, sumSamples } from '../helpers/prometheus.ts';
+import { postEvents, webhookPath } from '../helpers/webhook.ts';
 
 /** Events as the SDK's own models serialize them (see test/fixtures/agent-server/generator/). */
 const sdkEvents = JSON.parse(readFileSync(new URL('../fixtures/agent-server/events.json', import.meta.url), 'utf8')) as Record<string, unknown>[];
@@ -39,12 +40,7 @@ type Detail = { detail: { loc: (string | number)[]; type: string }[] };
 
 function webhookClient(client: () => TestApp, owner: () => UserFixture) {
   return {
-    post: (conversationId: string, body: string) =>
-      client()
-        .request.post(`/api/v1/webhooks/events/${conversationId}`)
-        .set('X-Session-API-Key', owner().sessionApiKey)
-        .set('Content-Type', 'application/json')
-        .send(body),
+    post: (conversationId: string, body: string) => postEvents(client(), owner().sessionApiKey, conversationId, body),
     get: (path: string) => client().request.get(path).set('X-Access-Token', owner().accessToken),
   };
 }
@@ -232,7 +228,7 @@ describe('GET /api/v1/conversations/{conversation_id}/events/stream with WEBHOOK
   it('streams a flagged event live with its marker, as it reads back', async () => {
     const conversationId = randomUUID();
     const post = (events: unknown[]) =>
-      fetch(`${baseUrl}/api/v1/webhooks/events/${conversationId}`, {
+      fetch(`${baseUrl}${webhookPath(conversationId)}`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': owner.sessionApiKey },
         body: JSON.stringify(events),

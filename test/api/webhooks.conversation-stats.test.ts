@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 /** The agent-server's ConversationInfo, written by the SDK's own models (test/fixtures/agent-server/generator/). */
 const sdkInfo = JSON.parse(readFileSync(new URL('../fixtures/agent-server/conversation-info.json', import.meta.url), 'utf8')) as Record<string, unknown>;
@@ -95,11 +96,7 @@ describe('POST /api/v1/webhooks/conversations: metrics from `stats` (metrics nul
       key: 'stats',
       value: { usage_to_metrics: { agent: usage('model-a', 0.4, 1600, 200_000) } },
     };
-    await client.request
-      .post(`/api/v1/webhooks/events/${(info.id as string).replace(/-/g, '')}`)
-      .set('X-Session-API-Key', owner.sessionApiKey)
-      .send([update])
-      .expect(200);
+    await postEvents(client, owner.sessionApiKey, (info.id as string).replace(/-/g, ''), [update]).expect(200);
     const shown = await conversation(info.id as string);
     expect(shown.metrics).to.deep.include({ model_name: 'model-a', accumulated_cost: 0.4 });
     expect((shown.metrics as { accumulated_token_usage: { prompt_tokens: number } }).accumulated_token_usage.prompt_tokens).to.equal(1600);
@@ -110,11 +107,7 @@ describe('POST /api/v1/webhooks/conversations: metrics from `stats` (metrics nul
   it('shows metrics from a "stats" state update before any ConversationInfo, and ignores one that is not shaped as stats', async () => {
     const id = randomUUID();
     const post = (value: unknown) =>
-      client.request
-        .post(`/api/v1/webhooks/events/${id}`)
-        .set('X-Session-API-Key', owner.sessionApiKey)
-        .send([{ kind: 'ConversationStateUpdateEvent', id: randomUUID(), key: 'stats', value }])
-        .expect(200);
+      postEvents(client, owner.sessionApiKey, id, [{ kind: 'ConversationStateUpdateEvent', id: randomUUID(), key: 'stats', value }]).expect(200);
     await post({ usage_to_metrics: { agent: 'not metrics' } });
     expect((await conversation(id)).metrics).to.equal(null);
     await post({ usage_to_metrics: { agent: usage('model-a', 0.1, 5, 1000) } });

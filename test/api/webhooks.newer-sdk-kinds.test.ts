@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
+import { postEvents } from '../helpers/webhook.ts';
 
 /**
  * The kinds and fields the SDK added after 1.43.1, serialized by the SDK's own models with
@@ -21,8 +22,7 @@ describe('POST /api/v1/webhooks/events/{conversation_id}: kinds and fields of th
   beforeEach(async () => {
     owner = await createUserFixture();
   });
-  const post = (conversationId: string, events: unknown[]) =>
-    client.request.post(`/api/v1/webhooks/events/${conversationId}`).set('X-Session-API-Key', owner.sessionApiKey).send(events);
+  const post = (conversationId: string, events: unknown[]) => postEvents(client, owner.sessionApiKey, conversationId, events);
 
   it('covers SecurityAnalysisEvent, AskUserRequestEvent, AskUserResponseEvent and ACPToolCallEvent.parent_tool_call_id', () => {
     expect([...new Set(newerEvents.map((e) => e.kind))].sort()).to.deep.equal(

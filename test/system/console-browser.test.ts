@@ -671,7 +671,7 @@ describe('console in a browser (headless Chromium)', function () {
     await titled(conversationId, 'Fix the failing test');
     // A batch holding a kind this server does not know, as a newer agent-server sends it: refused (422), kept.
     const hostileKind = '<img src=x onerror=alert(1)>Event';
-    const refused = await fetch(`${baseUrl}/api/v1/webhooks/events/${conversationId.replace(/-/g, '')}`, {
+    const refused = await fetch(`${baseUrl}${webhookPath(conversationId.replace(/-/g, ''))}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
       body: JSON.stringify([message('before'), { kind: hostileKind, id: randomUUID(), timestamp: '2026-11-27T08:00:00', source: 'environment' }]),

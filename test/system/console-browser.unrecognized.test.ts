@@ -6,6 +6,7 @@ import { buildConsole } from '../../src/console/bundle.ts';
 import { launchBrowserOrSkip } from '../helpers/browser.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { listenTestApp } from '../helpers/app.ts';
+import { webhookPath } from '../helpers/webhook.ts';
 
 /** The console's conversation viewer, in headless Chromium, on a server running WEBHOOK_EVENT_COMPATIBILITY=accept-unknown. */
 describe('console in a browser: events the contract does not know (accept-unknown)', function () {
@@ -43,7 +44,7 @@ describe('console in a browser: events the contract does not know (accept-unknow
       { kind: 'ConversationForkedEvent', id: randomUUID(), source: 'environment', note: hostile },
       { kind: 'PauseEvent', id: randomUUID(), source: 'user', reason_code: hostile },
     ];
-    const response = await fetch(`${listening!.baseUrl}/api/v1/webhooks/events/${conversationId}`, {
+    const response = await fetch(`${listening!.baseUrl}${webhookPath(conversationId)}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
       body: JSON.stringify(events),
