@@ -15,7 +15,7 @@ import { Metrics } from './observability/metrics.ts';
 import { DeliveryWorker } from './outbound/delivery-worker.ts';
 import { IngestPressure } from './outbound/ingest-pressure.ts';
 import { PgBossOutboundQueue } from './outbound/outbound-queue.ts';
-import { outboundQueueDepth } from './outbound/queue-depth.ts';
+import { outboundQueueDepth } from './outbound/queries.ts';
 import { WebhookEndpointService } from './outbound/webhook-endpoint-service.ts';
 import { SpendService } from './spend/spend-service.ts';
 import type { ChargeOutcome } from './spend/spend-ledger.ts';

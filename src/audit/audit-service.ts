@@ -5,7 +5,7 @@ import { requestContext } from '../observability/request-context.ts';
 import { User } from '../identity/entities.ts';
 import { AuditEntry } from './entities.ts';
 import { toAuditEntryView } from './mapper.ts';
-import { AUDIT_INSERT, insertAuditRow } from './queries.ts';
+import { insertAuditRow } from './queries.ts';
 import type { SqlRunner } from '../db/sql.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -35,11 +35,6 @@ function auditValues(record: AuditRecord): unknown[] {
     requestContext.getStore()?.requestId ?? null,
     JSON.stringify(record.summary ?? {}),
   ];
-}
-
-/** The statement that appends one audit row in knex's `?` form, for `trx.raw` (src/outbound; `recordAudit` takes a knex transaction too). */
-export function auditInsert(record: AuditRecord): { sql: string; bindings: unknown[] } {
-  return { sql: AUDIT_INSERT.replace(/\$\d+/g, '?'), bindings: auditValues(record) };
 }
 
 /** Appends one audit row in the caller's transaction (`em` from `em.transactional`, or a knex transaction), with the current request's id. */

@@ -2,6 +2,13 @@ import type { Knex } from '@mikro-orm/postgresql';
 import type { OutboundWebhookConfig } from '../config.ts';
 import type { Attempt } from './attempt.ts';
 import type { OutboundQueue } from './outbound-queue.ts';
+import {
+  clearEndpointFailures,
+  disableGoneEndpoint,
+  insertAttemptRows,
+  recordEndpointFailure,
+  updateDeliveryStates,
+} from './queries.ts';
 
 /** How an attempt ended, for the metrics. */
 export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'gone' | 'refused';
@@ -56,76 +63,49 @@ function judge(made: Attempt, schedule: readonly number[]): JudgedAttempt {
 
 /** Inserts the attempt rows; returns those this worker inserted (the others were recorded already). */
 async function insertAttempts(trx: Knex.Transaction, messageId: string, judged: JudgedAttempt[]): Promise<JudgedAttempt[]> {
-  const inserted = (
-    await trx.raw(
-      `insert into webhook_attempts (message_id, endpoint_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
-       select ?, a.* from unnest(?::uuid[], ?::integer[], ?::timestamptz[], ?::integer[], ?::integer[], ?::text[], ?::text[]) as a
-       on conflict do nothing returning endpoint_id`,
-      pgBindings(
-        messageId,
-        judged.map((o) => o.row.endpoint_id),
-        judged.map((o) => o.attempt),
-        judged.map((o) => o.startedAt.toISOString()),
-        judged.map((o) => Math.round(o.result.durationMs)),
-        judged.map((o) => o.result.statusCode),
-        judged.map((o) => o.result.error),
-        judged.map((o) => o.result.responseExcerpt),
-      ),
-    )
-  ).rows as { endpoint_id: string }[];
-  const mine = new Set(inserted.map((r) => r.endpoint_id));
+  const inserted = await insertAttemptRows(
+    trx,
+    messageId,
+    judged.map((o) => ({
+      endpointId: o.row.endpoint_id,
+      attempt: o.attempt,
+      startedAt: o.startedAt.toISOString(),
+      durationMs: Math.round(o.result.durationMs),
+      statusCode: o.result.statusCode,
+      error: o.result.error,
+      responseExcerpt: o.result.responseExcerpt,
+    })),
+  );
+  const mine = new Set(inserted);
   return judged.filter((o) => mine.has(o.row.endpoint_id));
 }
 
 async function updateDeliveries(trx: Knex.Transaction, messageId: string, ours: JudgedAttempt[]): Promise<void> {
-  await trx.raw(
-    `update webhook_deliveries d set state = u.state, attempts = greatest(d.attempts, u.attempt), last_status_code = u.status_code,
-       last_error = u.error, next_attempt_at = u.next_attempt_at
-     from unnest(?::uuid[], ?::text[], ?::integer[], ?::integer[], ?::text[], ?::timestamptz[]) as u(endpoint_id, state, attempt, status_code, error, next_attempt_at)
-     where d.message_id = ? and d.endpoint_id = u.endpoint_id`,
-    pgBindings(
-      ours.map((o) => o.row.endpoint_id),
-      ours.map((o) => o.state),
-      ours.map((o) => o.attempt),
-      ours.map((o) => o.result.statusCode),
-      ours.map((o) => o.result.error),
-      ours.map((o) => o.nextAt?.toISOString() ?? null),
-      messageId,
-    ),
+  await updateDeliveryStates(
+    trx,
+    messageId,
+    ours.map((o) => ({
+      endpointId: o.row.endpoint_id,
+      state: o.state,
+      attempt: o.attempt,
+      statusCode: o.result.statusCode,
+      error: o.result.error,
+      nextAttemptAt: o.nextAt?.toISOString() ?? null,
+    })),
   );
 }
 
 /** A success clears the endpoint's failures; a 410 disables it; a failure long enough after the last success too. */
 async function updateEndpoints(trx: Knex.Transaction, ours: JudgedAttempt[], disableAfterMs: number): Promise<void> {
   const recovered = ours.filter((o) => o.succeeded).map((o) => o.row.endpoint_id);
-  if (recovered.length > 0) {
-    await trx.raw('update webhook_endpoints set failing_since = null where id = any (?::uuid[]) and failing_since is not null', [recovered]);
-  }
+  if (recovered.length > 0) await clearEndpointFailures(trx, recovered);
   for (const o of ours) {
     if (o.gone) {
-      await trx.raw(
-        `update webhook_endpoints set disabled = true, disabled_reason = 'The receiver answered 410 Gone', updated_at = now() where id = ?`,
-        [o.row.endpoint_id],
-      );
+      await disableGoneEndpoint(trx, o.row.endpoint_id);
     } else if (!o.succeeded && !o.row.disabled) {
-      // Failing since the first failure after the last success; disabled once that is long enough.
-      const since = o.startedAt.toISOString();
-      await trx.raw(
-        `update webhook_endpoints set failing_since = coalesce(failing_since, ?::timestamptz),
-           disabled = coalesce(failing_since, ?::timestamptz) <= now() - (? * interval '1 millisecond'),
-           disabled_reason = case when coalesce(failing_since, ?::timestamptz) <= now() - (? * interval '1 millisecond')
-             then 'Every attempt failed for too long' else disabled_reason end,
-           updated_at = now()
-         where id = ?`,
-        [since, since, disableAfterMs, since, disableAfterMs, o.row.endpoint_id],
-      );
+      await recordEndpointFailure(trx, o.row.endpoint_id, o.startedAt.toISOString(), disableAfterMs);
     }
   }
-}
-
-/** Bindings for `unnest(?::type[], …)`: arrays holding nulls, which pg sends as SQL arrays (knex's types allow no null element). */
-function pgBindings(...values: unknown[]): Knex.RawBinding[] {
-  return values as Knex.RawBinding[];
 }
 
 /** ±20 % around `ms`, so that receivers recovering from an outage are not hit by every retry at once. */

@@ -39,7 +39,7 @@ export class DeliveryWorker {
     pressure?: IngestPressure,
   ) {
     this.gate = new OutboundGate(pressure);
-    this.deliverer = new Deliverer(em.getConnection().getKnex(), queue, box, config, log, observer);
+    this.deliverer = new Deliverer(em, queue, box, config, log, observer);
   }
 
   /** Seconds after which an attempt's job that was not completed (its process died) is handed out again. */
@@ -100,7 +100,7 @@ export class DeliveryWorker {
 
   /** One step of making owed `conversation.events` messages (see outbox.ts). */
   makeOwedEventMessages(maxEvents = OWED_EVENTS): Promise<{ read: number; moved: number }> {
-    return makeOwedEventMessages(this.em.getConnection().getKnex(), maxEvents);
+    return makeOwedEventMessages(this.em, maxEvents);
   }
 
   /**

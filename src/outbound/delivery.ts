@@ -1,12 +1,12 @@
-import type { Knex } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { OutboundWebhookConfig } from '../config.ts';
 import type { SecretBox } from '../crypto/secret-box.ts';
 import type { Logger } from '../logger.ts';
-import { AttemptMaker, type DeliveryRow } from './attempt.ts';
+import { AttemptMaker } from './attempt.ts';
 import { recordAttempts, type AttemptOutcome } from './attempt-record.ts';
-import { DELIVERY_SELECT } from './mapper.ts';
 import { messageBody } from './message-body.ts';
 import type { DeliveryJob, OutboundQueue } from './outbound-queue.ts';
+import { deliveryTargets } from './queries.ts';
 
 export interface DeliveryObserver {
   attempt(type: string, outcome: AttemptOutcome, seconds: number): void;
@@ -17,7 +17,7 @@ export class Deliverer {
   private readonly attempts: AttemptMaker;
 
   constructor(
-    private readonly knex: Knex,
+    private readonly em: EntityManager,
     private readonly queue: OutboundQueue,
     box: SecretBox,
     private readonly config: OutboundWebhookConfig,
@@ -33,17 +33,10 @@ export class Deliverer {
    * read once.
    */
   async deliver(job: DeliveryJob): Promise<void> {
-    const rows = (
-      await this.knex.raw(
-        `select q.*, e.url, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
-         from (${DELIVERY_SELECT}) q join webhook_endpoints e on e.id = q.endpoint_id
-         where q.id = ? and (?::uuid is null or q.endpoint_id = ?::uuid)`,
-        [job.message_id, job.endpoint_id ?? null, job.endpoint_id ?? null],
-      )
-    ).rows as DeliveryRow[];
+    const rows = await deliveryTargets(this.em, job.message_id, job.endpoint_id ?? null);
     let body: Promise<string> | undefined;
-    const made = await Promise.all(rows.map((row) => this.attempts.make(row, job.attempt, () => (body ??= messageBody(this.knex, row)))));
-    const recorded = await recordAttempts(this.knex, this.queue, this.config, made.filter((attempt) => attempt !== undefined));
+    const made = await Promise.all(rows.map((row) => this.attempts.make(row, job.attempt, () => (body ??= messageBody(this.em, row)))));
+    const recorded = await recordAttempts(this.em.getConnection().getKnex(), this.queue, this.config, made.filter((attempt) => attempt !== undefined));
     for (const o of recorded) {
       this.observer?.attempt(o.row.type, o.outcome, o.result.durationMs / 1000);
       this.log.info(

@@ -26,7 +26,7 @@ export interface EndpointRow {
 
 /**
  * One message at one endpoint: a `webhook_deliveries` row joined with its `webhook_messages` row
- * (see `DELIVERY_SELECT`), as the driver returns it.
+ * (see `DELIVERY_SELECT` in queries.ts), as the driver returns it.
  */
 export interface MessageRow {
   id: string;
@@ -49,10 +49,6 @@ export interface AttemptRow {
   error: string | null;
   response_excerpt: string | null;
 }
-
-/** The columns of a `MessageRow`, from `webhook_deliveries d join webhook_messages m`. */
-export const DELIVERY_SELECT = `select m.id, d.endpoint_id, m.type, m.data, d.state, d.attempts, d.last_status_code, d.last_error,
-  d.next_attempt_at, m.created_at from webhook_deliveries d join webhook_messages m on m.id = d.message_id`;
 
 const iso = (value: Date | string): string => new Date(value).toISOString();
 

@@ -1,21 +1,16 @@
-import type { Knex } from '@mikro-orm/postgresql';
+import type { SqlRunner } from '../db/sql.ts';
 import type { MessageRow } from './mapper.ts';
+import { eventPayloads } from './queries.ts';
 
 /** A `conversation.events` body larger than this carries the events' ids only. */
 export const MAX_EVENTS_BODY_BYTES = 256 * 1024;
 
 /** `{"type", "timestamp", "data"}`, the same bytes on every attempt (stored events do not change). */
-export async function messageBody(knex: Knex, message: Pick<MessageRow, 'type' | 'created_at' | 'data'>): Promise<string> {
+export async function messageBody(on: SqlRunner, message: Pick<MessageRow, 'type' | 'created_at' | 'data'>): Promise<string> {
   const head = `{"type":${JSON.stringify(message.type)},"timestamp":${JSON.stringify(new Date(message.created_at).toISOString())},"data":`;
   if (message.type !== 'conversation.events') return `${head}${JSON.stringify(message.data)}}`;
   const { conversation_id, from_seq, to_seq } = message.data as { conversation_id: string; from_seq: number; to_seq: number };
-  const events = (
-    await knex.raw(
-      `select event_id, payload::text as payload from conversation_events
-       where conversation_id = ? and seq between ? and ? order by seq`,
-      [conversation_id, from_seq, to_seq],
-    )
-  ).rows as { event_id: string; payload: string }[];
+  const events = await eventPayloads(on, conversation_id, from_seq, to_seq);
   const range = `"conversation_id":${JSON.stringify(conversation_id)},"from_seq":${from_seq},"to_seq":${to_seq}`;
   const size = events.reduce((total, e) => total + Buffer.byteLength(e.payload) + 1, 0);
   if (size > MAX_EVENTS_BODY_BYTES) {

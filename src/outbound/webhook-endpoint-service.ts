@@ -1,18 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Knex } from '@mikro-orm/postgresql';
-import { auditInsert } from '../audit/audit-service.ts';
+import type { EntityManager, Knex } from '@mikro-orm/postgresql';
+import { recordAudit } from '../audit/audit-service.ts';
 import type { OutboundWebhookConfig } from '../config.ts';
 import type { SecretBox } from '../crypto/secret-box.ts';
 import { ConflictError, InvalidInputError, NotFoundError } from '../errors.ts';
 import type { Principal } from '../identity/authenticator.ts';
 import { canonicalUuid } from '../uuid.ts';
 import {
-  DELIVERY_SELECT,
   toAttemptView,
   toEndpointView,
   toMessageView,
-  type AttemptRow,
   type EndpointRow,
   type MessageRow,
   type WebhookAttemptView,
@@ -22,6 +19,22 @@ import {
   type WebhookMessageView,
 } from './mapper.ts';
 import type { OutboundQueue } from './outbound-queue.ts';
+import {
+  countEndpoints,
+  deleteEndpoint,
+  findDelivery,
+  findOwnedEndpoint,
+  insertEndpoint,
+  insertTestDelivery,
+  insertTestMessage,
+  listAttempts,
+  listDeliveries,
+  listEndpoints,
+  lockUser,
+  markDeliveryPending,
+  rotateEndpointSecret,
+  updateEndpoint,
+} from './queries.ts';
 import { generateSecret } from './signing.ts';
 import { checkEndpointUrl } from './target-guard.ts';
 
@@ -62,23 +75,19 @@ export class WebhookEndpointService {
     const url = checkEndpointUrl(input.url, this.config.allowHttp, ['body', 'url']);
     const secret = generateSecret();
     const row = await this.knex.transaction(async (trx) => {
-      await trx.raw('select 1 from users where id = ? for update', [principal.userId]);
-      const [{ count }] = (await trx.raw('select count(*)::integer as count from webhook_endpoints where owner_id = ?', [principal.userId])).rows;
-      if (count >= this.config.maxEndpoints) throw new ConflictError(`At most ${this.config.maxEndpoints} webhook endpoints per user`);
-      const result = await trx.raw(
-        `insert into webhook_endpoints (id, owner_id, url, description, event_types, conversation_id, secret)
-         values (?, ?, ?, ?, ?::text[], ?, ?) returning *`,
-        [
-          randomUUID(),
-          principal.userId,
-          url,
-          input.description ?? '',
-          input.event_types ?? null,
-          input.conversation_id ? canonicalUuid(input.conversation_id) : null,
-          this.box.encrypt(secret, ENDPOINT_SECRET_PURPOSE),
-        ],
-      );
-      const created = result.rows[0] as EndpointRow;
+      await lockUser(trx, principal.userId);
+      if ((await countEndpoints(trx, principal.userId)) >= this.config.maxEndpoints) {
+        throw new ConflictError(`At most ${this.config.maxEndpoints} webhook endpoints per user`);
+      }
+      const created = await insertEndpoint(trx, {
+        id: randomUUID(),
+        ownerId: principal.userId,
+        url,
+        description: input.description ?? '',
+        eventTypes: input.event_types ?? null,
+        conversationId: input.conversation_id ? canonicalUuid(input.conversation_id) : null,
+        secret: this.box.encrypt(secret, ENDPOINT_SECRET_PURPOSE),
+      });
       await audit(trx, principal, 'webhook_endpoint.created', created.id, { url: created.url, event_types: created.event_types, conversation_id: created.conversation_id });
       return created;
     });
@@ -86,8 +95,7 @@ export class WebhookEndpointService {
   }
 
   async list(principal: Principal): Promise<WebhookEndpointView[]> {
-    const rows = (await this.knex.raw('select * from webhook_endpoints where owner_id = ? order by created_at, id', [principal.userId])).rows as EndpointRow[];
-    return rows.map(toEndpointView);
+    return (await listEndpoints(this.em, principal.userId)).map(toEndpointView);
   }
 
   async get(principal: Principal, id: string): Promise<WebhookEndpointView> {
@@ -101,24 +109,16 @@ export class WebhookEndpointService {
     const disabled = changes.disabled ?? endpoint.disabled;
     const enabling = endpoint.disabled && !disabled;
     const row = await this.knex.transaction(async (trx) => {
-      const result = await trx.raw(
-      `update webhook_endpoints set url = ?, description = ?, event_types = ?::text[], disabled = ?,
-         disabled_reason = case when ? then null else disabled_reason end,
-         failing_since = case when ? then null else failing_since end,
-         updated_at = now()
-       where id = ? and owner_id = ? returning *`,
-      [
+      const updated = await updateEndpoint(trx, {
+        id: endpoint.id,
+        ownerId: principal.userId,
         url,
-        changes.description ?? endpoint.description,
-        changes.event_types === undefined ? endpoint.event_types : changes.event_types,
+        description: changes.description ?? endpoint.description,
+        eventTypes: changes.event_types === undefined ? endpoint.event_types : changes.event_types,
         disabled,
-        !disabled || changes.disabled === true,
-        enabling,
-        endpoint.id,
-        principal.userId,
-      ],
-      );
-      const updated = result.rows[0] as EndpointRow | undefined;
+        clearReason: !disabled || changes.disabled === true,
+        clearFailures: enabling,
+      });
       if (!updated) throw new NotFoundError('Webhook endpoint not found');
       await audit(trx, principal, 'webhook_endpoint.updated', updated.id, changes as Record<string, unknown>);
       return updated;
@@ -129,7 +129,7 @@ export class WebhookEndpointService {
   async delete(principal: Principal, id: string): Promise<void> {
     const endpoint = await this.owned(principal, id);
     await this.knex.transaction(async (trx) => {
-      await trx.raw('delete from webhook_endpoints where id = ? and owner_id = ?', [endpoint.id, principal.userId]);
+      await deleteEndpoint(trx, endpoint.id, principal.userId);
       await audit(trx, principal, 'webhook_endpoint.deleted', endpoint.id, { url: endpoint.url });
     });
   }
@@ -139,13 +139,12 @@ export class WebhookEndpointService {
     const endpoint = await this.owned(principal, id);
     const secret = generateSecret();
     const row = await this.knex.transaction(async (trx) => {
-      const result = await trx.raw(
-        `update webhook_endpoints set previous_secret = secret, previous_secret_until = now() + (? * interval '1 millisecond'),
-           secret = ?, updated_at = now()
-         where id = ? and owner_id = ? returning *`,
-        [this.config.rotationOverlapMs, this.box.encrypt(secret, ENDPOINT_SECRET_PURPOSE), endpoint.id, principal.userId],
-      );
-      const rotated = result.rows[0] as EndpointRow | undefined;
+      const rotated = await rotateEndpointSecret(trx, {
+        id: endpoint.id,
+        ownerId: principal.userId,
+        secret: this.box.encrypt(secret, ENDPOINT_SECRET_PURPOSE),
+        overlapMs: this.config.rotationOverlapMs,
+      });
       if (!rotated) throw new NotFoundError('Webhook endpoint not found');
       await audit(trx, principal, 'webhook_endpoint.secret_rotated', rotated.id);
       return rotated;
@@ -158,17 +157,14 @@ export class WebhookEndpointService {
     const endpoint = await this.owned(principal, id);
     const row = await this.knex.transaction(async (trx) => {
       const messageId = `msg_${randomUUID().replaceAll('-', '')}`;
-      await trx.raw(
-        `insert into webhook_messages (id, owner_id, type, data, fanned_out) values (?, ?, 'webhook.test', ?::jsonb, true)`,
-        [messageId, principal.userId, JSON.stringify({ endpoint_id: endpoint.id, message: 'A test message from the agent platform' })],
-      );
-      await trx.raw(
-        `insert into webhook_deliveries (message_id, endpoint_id, next_attempt_at, created_at)
-         select id, ?, now(), created_at from webhook_messages where id = ?`,
-        [endpoint.id, messageId],
-      );
+      await insertTestMessage(trx, {
+        id: messageId,
+        ownerId: principal.userId,
+        data: { endpoint_id: endpoint.id, message: 'A test message from the agent platform' },
+      });
+      await insertTestDelivery(trx, endpoint.id, messageId);
       await this.queue.enqueueDeliveries(trx, [{ message_id: messageId, endpoint_id: endpoint.id, attempt: 1 }]);
-      return (await trx.raw(`${DELIVERY_SELECT} where d.message_id = ? and d.endpoint_id = ?`, [messageId, endpoint.id])).rows[0] as MessageRow;
+      return (await findDelivery(trx, messageId, endpoint.id))!;
     });
     return toMessageView(row);
   }
@@ -183,14 +179,7 @@ export class WebhookEndpointService {
         throw new InvalidInputError('Invalid cursor; pass next_cursor from a previous page', ['query', 'cursor'], 'value_error', page.cursor);
       }
     }
-    const rows = (
-      await this.knex.raw(
-        `${DELIVERY_SELECT} where d.endpoint_id = ?
-         ${after ? 'and (d.created_at, d.message_id) < (select c.created_at, c.message_id from webhook_deliveries c where c.endpoint_id = ? and c.message_id = ?)' : ''}
-         order by d.created_at desc, d.message_id desc limit ?`,
-        [endpoint.id, ...(after ? [endpoint.id, after] : []), page.limit + 1],
-      )
-    ).rows as MessageRow[];
+    const rows = await listDeliveries(this.em, endpoint.id, { after, limit: page.limit + 1 });
     const items = rows.slice(0, page.limit);
     const more = rows.length > page.limit;
     return {
@@ -201,21 +190,14 @@ export class WebhookEndpointService {
 
   async listAttempts(principal: Principal, id: string, messageId: string): Promise<WebhookAttemptView[]> {
     const message = await this.ownedMessage(principal, id, messageId);
-    const rows = (
-      await this.knex.raw('select * from webhook_attempts where message_id = ? and endpoint_id = ? order by attempt', [message.id, message.endpoint_id])
-    ).rows as AttemptRow[];
-    return rows.map(toAttemptView);
+    return (await listAttempts(this.em, message.id, message.endpoint_id)).map(toAttemptView);
   }
 
   /** One more attempt at once, whatever the message's state; the same message id. */
   async retry(principal: Principal, id: string, messageId: string): Promise<WebhookMessageView> {
     const message = await this.ownedMessage(principal, id, messageId);
     const row = await this.knex.transaction(async (trx) => {
-      const updated = await trx.raw(
-        `update webhook_deliveries set state = 'pending', next_attempt_at = now() where message_id = ? and endpoint_id = ? returning attempts`,
-        [message.id, message.endpoint_id],
-      );
-      const { attempts } = updated.rows[0] as { attempts: number };
+      const attempts = (await markDeliveryPending(trx, message.id, message.endpoint_id))!;
       await this.queue.enqueueDeliveries(trx, [{ message_id: message.id, endpoint_id: message.endpoint_id, attempt: attempts + 1 }]);
       return { ...message, state: 'pending' as const, attempts, next_attempt_at: new Date() };
     });
@@ -223,26 +205,21 @@ export class WebhookEndpointService {
   }
 
   private async owned(principal: Principal, id: string): Promise<EndpointRow> {
-    const rows = (
-      await this.knex.raw('select * from webhook_endpoints where id = ? and owner_id = ?', [canonicalUuid(id), principal.userId])
-    ).rows as EndpointRow[];
+    const endpoint = await findOwnedEndpoint(this.em, canonicalUuid(id), principal.userId);
     // Another user's endpoint is as absent as a missing one: its existence is not the caller's business.
-    if (!rows[0]) throw new NotFoundError('Webhook endpoint not found');
-    return rows[0];
+    if (!endpoint) throw new NotFoundError('Webhook endpoint not found');
+    return endpoint;
   }
 
   private async ownedMessage(principal: Principal, id: string, messageId: string): Promise<MessageRow> {
     const endpoint = await this.owned(principal, id);
-    const rows = (
-      await this.knex.raw(`${DELIVERY_SELECT} where d.message_id = ? and d.endpoint_id = ?`, [messageId, endpoint.id])
-    ).rows as MessageRow[];
-    if (!rows[0]) throw new NotFoundError('Message not found');
-    return rows[0];
+    const message = await findDelivery(this.em, messageId, endpoint.id);
+    if (!message) throw new NotFoundError('Message not found');
+    return message;
   }
 }
 
 /** Appends the audit row of an endpoint change in its transaction (never the secret). */
-async function audit(trx: Knex.Transaction, principal: Principal, action: string, endpointId: string, summary?: Record<string, unknown>): Promise<void> {
-  const { sql, bindings } = auditInsert({ actor: principal.userId, action, targetType: 'webhook_endpoint', targetId: endpointId, summary });
-  await trx.raw(sql, bindings as Knex.RawBinding[]);
+function audit(trx: Knex.Transaction, principal: Principal, action: string, endpointId: string, summary?: Record<string, unknown>): Promise<void> {
+  return recordAudit(trx, { actor: principal.userId, action, targetType: 'webhook_endpoint', targetId: endpointId, summary });
 }

@@ -1,0 +1,376 @@
+import { sqlRows, sqlRun, type SqlRunner } from '../db/sql.ts';
+import type { DeliveryRow } from './attempt.ts';
+import type { AttemptRow, EndpointRow, MessageRow } from './mapper.ts';
+
+/** Outbound webhooks' SQL: endpoints, the outbox's fan-out, deliveries and their attempts. */
+
+/** The columns of a `MessageRow`, from `webhook_deliveries d join webhook_messages m`. */
+const DELIVERY_SELECT = `select m.id, d.endpoint_id, m.type, m.data, d.state, d.attempts, d.last_status_code, d.last_error,
+  d.next_attempt_at, m.created_at from webhook_deliveries d join webhook_messages m on m.id = d.message_id`;
+
+// Endpoints
+
+/** Locks the user's row until the transaction ends, so that endpoint counts and inserts are serialized per user. */
+export async function lockUser(trx: SqlRunner, userId: string): Promise<void> {
+  await sqlRun(trx, 'select 1 from users where id = $1 for update', [userId]);
+}
+
+/** How many endpoints the user has, for the per-user cap. */
+export async function countEndpoints(trx: SqlRunner, ownerId: string): Promise<number> {
+  const [row] = await sqlRows<{ count: number }>(trx, 'select count(*)::integer as count from webhook_endpoints where owner_id = $1', [ownerId]);
+  return row!.count;
+}
+
+/** A new endpoint (its secret already encrypted). */
+export async function insertEndpoint(
+  trx: SqlRunner,
+  endpoint: { id: string; ownerId: string; url: string; description: string; eventTypes: string[] | null; conversationId: string | null; secret: string },
+): Promise<EndpointRow> {
+  const [row] = await sqlRows<EndpointRow>(
+    trx,
+    `insert into webhook_endpoints (id, owner_id, url, description, event_types, conversation_id, secret)
+     values ($1, $2, $3, $4, $5::text[], $6, $7) returning *`,
+    [endpoint.id, endpoint.ownerId, endpoint.url, endpoint.description, endpoint.eventTypes, endpoint.conversationId, endpoint.secret],
+  );
+  return row!;
+}
+
+/** The user's endpoints, oldest first. */
+export function listEndpoints(on: SqlRunner, ownerId: string): Promise<EndpointRow[]> {
+  return sqlRows<EndpointRow>(on, 'select * from webhook_endpoints where owner_id = $1 order by created_at, id', [ownerId]);
+}
+
+/** The endpoint if the user owns it. */
+export async function findOwnedEndpoint(on: SqlRunner, id: string, ownerId: string): Promise<EndpointRow | undefined> {
+  const [row] = await sqlRows<EndpointRow>(on, 'select * from webhook_endpoints where id = $1 and owner_id = $2', [id, ownerId]);
+  return row;
+}
+
+/**
+ * Writes what the owner may change; `clearReason` forgets why it was disabled, `clearFailures` its
+ * failures. Undefined when the endpoint is gone.
+ */
+export async function updateEndpoint(
+  trx: SqlRunner,
+  change: {
+    id: string;
+    ownerId: string;
+    url: string;
+    description: string;
+    eventTypes: string[] | null;
+    disabled: boolean;
+    clearReason: boolean;
+    clearFailures: boolean;
+  },
+): Promise<EndpointRow | undefined> {
+  const [row] = await sqlRows<EndpointRow>(
+    trx,
+    `update webhook_endpoints set url = $1, description = $2, event_types = $3::text[], disabled = $4,
+       disabled_reason = case when $5 then null else disabled_reason end,
+       failing_since = case when $6 then null else failing_since end,
+       updated_at = now()
+     where id = $7 and owner_id = $8 returning *`,
+    [change.url, change.description, change.eventTypes, change.disabled, change.clearReason, change.clearFailures, change.id, change.ownerId],
+  );
+  return row;
+}
+
+/** Deletes the user's endpoint (its deliveries and attempts go with it). */
+export async function deleteEndpoint(trx: SqlRunner, id: string, ownerId: string): Promise<void> {
+  await sqlRun(trx, 'delete from webhook_endpoints where id = $1 and owner_id = $2', [id, ownerId]);
+}
+
+/** Moves the current secret to `previous_secret` for `overlapMs` and stores the new one; undefined when the endpoint is gone. */
+export async function rotateEndpointSecret(
+  trx: SqlRunner,
+  rotation: { id: string; ownerId: string; secret: string; overlapMs: number },
+): Promise<EndpointRow | undefined> {
+  const [row] = await sqlRows<EndpointRow>(
+    trx,
+    `update webhook_endpoints set previous_secret = secret, previous_secret_until = now() + ($1 * interval '1 millisecond'),
+       secret = $2, updated_at = now()
+     where id = $3 and owner_id = $4 returning *`,
+    [rotation.overlapMs, rotation.secret, rotation.id, rotation.ownerId],
+  );
+  return row;
+}
+
+// Messages and deliveries
+
+/** A `webhook.test` message, fanned out already: its one delivery is inserted by `insertTestDelivery`. */
+export async function insertTestMessage(trx: SqlRunner, message: { id: string; ownerId: string; data: Record<string, unknown> }): Promise<void> {
+  await sqlRun(trx, `insert into webhook_messages (id, owner_id, type, data, fanned_out) values ($1, $2, 'webhook.test', $3::jsonb, true)`, [
+    message.id,
+    message.ownerId,
+    JSON.stringify(message.data),
+  ]);
+}
+
+/** The delivery of a test message to its one endpoint, due now. */
+export async function insertTestDelivery(trx: SqlRunner, endpointId: string, messageId: string): Promise<void> {
+  await sqlRun(
+    trx,
+    `insert into webhook_deliveries (message_id, endpoint_id, next_attempt_at, created_at)
+     select id, $1, now(), created_at from webhook_messages where id = $2`,
+    [endpointId, messageId],
+  );
+}
+
+/** One message at one endpoint. */
+export async function findDelivery(on: SqlRunner, messageId: string, endpointId: string): Promise<MessageRow | undefined> {
+  const [row] = await sqlRows<MessageRow>(on, `${DELIVERY_SELECT} where d.message_id = $1 and d.endpoint_id = $2`, [messageId, endpointId]);
+  return row;
+}
+
+/** A page of the endpoint's messages, newest first, after the message `after` (keyset); `limit` rows at most. */
+export function listDeliveries(on: SqlRunner, endpointId: string, page: { after?: string; limit: number }): Promise<MessageRow[]> {
+  return sqlRows<MessageRow>(
+    on,
+    `${DELIVERY_SELECT} where d.endpoint_id = $1
+     ${page.after ? 'and (d.created_at, d.message_id) < (select c.created_at, c.message_id from webhook_deliveries c where c.endpoint_id = $1 and c.message_id = $3)' : ''}
+     order by d.created_at desc, d.message_id desc limit $2`,
+    page.after ? [endpointId, page.limit, page.after] : [endpointId, page.limit],
+  );
+}
+
+/** The attempts of one message at one endpoint, in order. */
+export function listAttempts(on: SqlRunner, messageId: string, endpointId: string): Promise<AttemptRow[]> {
+  return sqlRows<AttemptRow>(on, 'select * from webhook_attempts where message_id = $1 and endpoint_id = $2 order by attempt', [messageId, endpointId]);
+}
+
+/** Makes the delivery pending and due now; returns the attempts it has had (undefined when it is gone). */
+export async function markDeliveryPending(trx: SqlRunner, messageId: string, endpointId: string): Promise<number | undefined> {
+  const [row] = await sqlRows<{ attempts: number }>(
+    trx,
+    `update webhook_deliveries set state = 'pending', next_attempt_at = now() where message_id = $1 and endpoint_id = $2 returning attempts`,
+    [messageId, endpointId],
+  );
+  return row?.attempts;
+}
+
+/** The deliveries of a message (or of it to one endpoint, when `endpointId` is given) with what an attempt needs of their endpoints. */
+export function deliveryTargets(on: SqlRunner, messageId: string, endpointId: string | null): Promise<DeliveryRow[]> {
+  return sqlRows<DeliveryRow>(
+    on,
+    `select q.*, e.url, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
+     from (${DELIVERY_SELECT}) q join webhook_endpoints e on e.id = q.endpoint_id
+     where q.id = $1 and ($2::uuid is null or q.endpoint_id = $2::uuid)`,
+    [messageId, endpointId],
+  );
+}
+
+/** A conversation's stored events `fromSeq..toSeq`, in order, as their stored JSON text. */
+export function eventPayloads(on: SqlRunner, conversationId: string, fromSeq: number, toSeq: number): Promise<{ event_id: string; payload: string }[]> {
+  return sqlRows<{ event_id: string; payload: string }>(
+    on,
+    `select event_id, payload::text as payload from conversation_events
+     where conversation_id = $1 and seq between $2 and $3 order by seq`,
+    [conversationId, fromSeq, toSeq],
+  );
+}
+
+// Attempts
+
+/** One attempt to record, as its `webhook_attempts` row takes it. */
+export interface AttemptInsert {
+  endpointId: string;
+  attempt: number;
+  startedAt: string;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+  responseExcerpt: string | null;
+}
+
+/** Inserts the attempts of one message in one statement; returns the endpoints of those inserted (not recorded before). */
+export async function insertAttemptRows(trx: SqlRunner, messageId: string, attempts: readonly AttemptInsert[]): Promise<string[]> {
+  const rows = await sqlRows<{ endpoint_id: string }>(
+    trx,
+    `insert into webhook_attempts (message_id, endpoint_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
+     select $1, a.* from unnest($2::uuid[], $3::integer[], $4::timestamptz[], $5::integer[], $6::integer[], $7::text[], $8::text[]) as a
+     on conflict do nothing returning endpoint_id`,
+    [
+      messageId,
+      attempts.map((a) => a.endpointId),
+      attempts.map((a) => a.attempt),
+      attempts.map((a) => a.startedAt),
+      attempts.map((a) => a.durationMs),
+      attempts.map((a) => a.statusCode),
+      attempts.map((a) => a.error),
+      attempts.map((a) => a.responseExcerpt),
+    ],
+  );
+  return rows.map((r) => r.endpoint_id);
+}
+
+/** What one attempt makes of its delivery. */
+export interface DeliveryUpdate {
+  endpointId: string;
+  state: 'succeeded' | 'pending' | 'failed';
+  attempt: number;
+  statusCode: number | null;
+  error: string | null;
+  nextAttemptAt: string | null;
+}
+
+/** Writes the deliveries' states after their attempts, in one statement (the attempt count never goes back). */
+export async function updateDeliveryStates(trx: SqlRunner, messageId: string, updates: readonly DeliveryUpdate[]): Promise<void> {
+  await sqlRun(
+    trx,
+    `update webhook_deliveries d set state = u.state, attempts = greatest(d.attempts, u.attempt), last_status_code = u.status_code,
+       last_error = u.error, next_attempt_at = u.next_attempt_at
+     from unnest($1::uuid[], $2::text[], $3::integer[], $4::integer[], $5::text[], $6::timestamptz[]) as u(endpoint_id, state, attempt, status_code, error, next_attempt_at)
+     where d.message_id = $7 and d.endpoint_id = u.endpoint_id`,
+    [
+      updates.map((u) => u.endpointId),
+      updates.map((u) => u.state),
+      updates.map((u) => u.attempt),
+      updates.map((u) => u.statusCode),
+      updates.map((u) => u.error),
+      updates.map((u) => u.nextAttemptAt),
+      messageId,
+    ],
+  );
+}
+
+/** Forgets the failures of endpoints that answered with a success. */
+export async function clearEndpointFailures(trx: SqlRunner, endpointIds: readonly string[]): Promise<void> {
+  await sqlRun(trx, 'update webhook_endpoints set failing_since = null where id = any ($1::uuid[]) and failing_since is not null', [endpointIds]);
+}
+
+/** Disables an endpoint whose receiver answered 410 Gone. */
+export async function disableGoneEndpoint(trx: SqlRunner, endpointId: string): Promise<void> {
+  await sqlRun(trx, `update webhook_endpoints set disabled = true, disabled_reason = 'The receiver answered 410 Gone', updated_at = now() where id = $1`, [
+    endpointId,
+  ]);
+}
+
+/**
+ * A failed attempt started at `startedAt`: the endpoint is failing since its first failure after the
+ * last success, and disabled once that is `disableAfterMs` ago.
+ */
+export async function recordEndpointFailure(trx: SqlRunner, endpointId: string, startedAt: string, disableAfterMs: number): Promise<void> {
+  await sqlRun(
+    trx,
+    `update webhook_endpoints set failing_since = coalesce(failing_since, $1::timestamptz),
+       disabled = coalesce(failing_since, $1::timestamptz) <= now() - ($2 * interval '1 millisecond'),
+       disabled_reason = case when coalesce(failing_since, $1::timestamptz) <= now() - ($2 * interval '1 millisecond')
+         then 'Every attempt failed for too long' else disabled_reason end,
+       updated_at = now()
+     where id = $3`,
+    [startedAt, disableAfterMs, endpointId],
+  );
+}
+
+// The outbox
+
+/**
+ * Makes the `conversation.events` messages owed by up to `conversations` conversations (their
+ * `webhook_events_from` mark), `maxEvents` events of each at most, one per ingest transaction's run of
+ * events; returns each conversation read with the range made (its mark moves past `to_seq`).
+ */
+export function insertOwedEventMessages(on: SqlRunner, maxEvents: number, conversations: number): Promise<{ id: string; from_seq: number; to_seq: number }[]> {
+  return sqlRows<{ id: string; from_seq: number; to_seq: number }>(
+    on,
+    `with owed as (
+       select c.id, c.owner_id, c.created_at, c.event_count, c.webhook_events_from as from_seq,
+         least(c.event_count, c.webhook_events_from + $1 - 1) as to_seq
+       from conversations c where c.webhook_events_from is not null limit $2
+     ),
+     events as (
+       select o.id as conversation_id, o.owner_id, o.created_at as conversation_created_at, e.seq, e.received_at,
+         case when e.xmin = lag(e.xmin) over (partition by o.id order by e.seq) then 0 else 1 end as starts
+       from owed o join conversation_events e on e.conversation_id = o.id and e.seq between o.from_seq and o.to_seq
+     ),
+     runs as (
+       select *, sum(starts) over (partition by conversation_id order by seq) as run from events
+     ),
+     batches as (
+       select r.conversation_id, r.owner_id, r.conversation_created_at, r.run, max(r.run) over (partition by r.conversation_id) as last_run,
+         min(r.seq) as from_seq, max(r.seq) as to_seq, min(r.received_at) as created_at
+       from runs r group by r.conversation_id, r.owner_id, r.conversation_created_at, r.run
+     ),
+     kept as (
+       -- The last transaction of a range cut at the cap may go on past it: made whole next time.
+       select b.* from batches b join owed o on o.id = b.conversation_id
+       where not (o.to_seq < o.event_count and b.run = b.last_run and b.last_run > 1)
+     ),
+     made as (
+       insert into webhook_messages (id, owner_id, conversation_id, type, data, created_at)
+       -- The conversation's creation time too: a conversation deleted and sent again starts at seq 1 again.
+       select 'msg_' || md5(k.conversation_id::text || '/' || (extract(epoch from k.conversation_created_at) * 1000000)::bigint || '/' || k.from_seq),
+         k.owner_id, k.conversation_id, 'conversation.events',
+         jsonb_build_object('conversation_id', k.conversation_id, 'from_seq', k.from_seq, 'to_seq', k.to_seq), k.created_at
+       from kept k
+       on conflict (id) do nothing
+     )
+     select o.id, o.from_seq, coalesce(max(k.to_seq), o.to_seq) as to_seq
+     from owed o left join kept k on k.conversation_id = o.id group by o.id, o.from_seq, o.to_seq`,
+    [maxEvents, conversations],
+  );
+}
+
+/**
+ * Moves the conversations' marks past what was made (cleared when nothing more is owed), skipping rows
+ * an ingest holds and marks that moved meanwhile; returns how many moved.
+ */
+export function moveOwedMarks(on: SqlRunner, made: readonly { id: string; from_seq: number; to_seq: number }[]): Promise<number> {
+  return sqlRun(
+    on,
+    `with made as (select * from unnest($1::uuid[], $2::integer[], $3::integer[]) as m(id, from_seq, to_seq)),
+     locked as (
+       select c.id, m.to_seq from conversations c join made m on m.id = c.id and c.webhook_events_from = m.from_seq
+       order by c.id for update of c skip locked
+     )
+     update conversations c set webhook_events_from = case when c.event_count > l.to_seq then l.to_seq + 1 end
+     from locked l where c.id = l.id`,
+    [made.map((m) => m.id), made.map((m) => m.from_seq), made.map((m) => m.to_seq)],
+  );
+}
+
+/** Locks up to `limit` messages not fanned out yet, oldest first, skipping those another instance holds. */
+export async function lockUnfannedMessages(trx: SqlRunner, limit: number): Promise<string[]> {
+  const rows = await sqlRows<{ id: string }>(trx, 'select id from webhook_messages where not fanned_out order by created_at limit $1 for update skip locked', [
+    limit,
+  ]);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Inserts one delivery per endpoint that wants each message (enabled, created no later than it, its
+ * types and conversation matching) and marks the messages fanned out; returns the messages that got deliveries.
+ */
+export async function fanOutMessages(trx: SqlRunner, messageIds: readonly string[]): Promise<string[]> {
+  const rows = await sqlRows<{ message_id: string }>(
+    trx,
+    `with deliveries as (
+       insert into webhook_deliveries (message_id, endpoint_id, next_attempt_at, created_at)
+       select m.id, e.id, now(), m.created_at
+       from webhook_messages m join webhook_endpoints e on e.owner_id = m.owner_id
+       where m.id = any ($1::text[]) and not e.disabled and e.created_at <= m.created_at
+         and (e.event_types is null or m.type = any (e.event_types))
+         and (e.conversation_id is null or e.conversation_id = m.conversation_id)
+       on conflict do nothing
+       returning message_id
+     ), fanned_out as (
+       update webhook_messages set fanned_out = true where id = any ($1::text[])
+     )
+     select distinct message_id from deliveries`,
+    [messageIds],
+  );
+  return rows.map((r) => r.message_id);
+}
+
+/**
+ * Outbound work not done yet: deliveries due, plus messages not fanned out yet (their deliveries do
+ * not exist yet), plus conversations whose newest events are owed a message not made yet.
+ */
+export async function outboundQueueDepth(on: SqlRunner): Promise<number> {
+  const [row] = await sqlRows<{ pending: number }>(
+    on,
+    `select (select count(*) from webhook_deliveries where state = 'pending')::integer
+          + (select count(*) from webhook_messages where not fanned_out)::integer
+          + (select count(*) from conversations where webhook_events_from is not null)::integer as pending`,
+  );
+  return row!.pending;
+}
