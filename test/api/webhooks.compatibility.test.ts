@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { createApp } from '../../src/app.ts';
+import { createApp, type App } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
@@ -204,20 +204,23 @@ describe('GET /api/v1/conversations/{conversation_id}/events/stream with WEBHOOK
   let server: Server;
   let baseUrl: string;
   let owner: UserFixture;
+  let liveStreams: App['liveStreams'];
   before(async () => {
     const port = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
     const database = testDatabase();
-    const { app } = await createApp({
+    const built = await createApp({
       config: { ...testConfig(), webhookEventCompatibility: 'accept-unknown' },
       logger: createLogger('silent'),
       orm: database.orm,
       database,
     });
-    server = app.listen(port, '127.0.0.1');
+    liveStreams = built.liveStreams;
+    server = built.app.listen(port, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
   });
   after(async () => {
+    await liveStreams.close();
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   });

@@ -165,6 +165,8 @@ describe('npm run cluster (PostgreSQL, PgBouncer in transaction pooling mode, N 
     // The outbound-webhook job queue (pg-boss) keeps its own direct pool per instance, on DATABASE_LISTEN_URL: concurrency + 2.
     const QUEUE_CONCURRENCY = 2;
     const QUEUE_PER_INSTANCE = QUEUE_CONCURRENCY + 2;
+    // Connections of earlier tests in this run (their apps' live listeners) are not the cluster's.
+    const [clusterStart] = await testDatabase().orm.em.getConnection().execute<{ at: Date }[]>('select clock_timestamp() as at');
     const cluster = await startCluster(
       {
         CLUSTER_INSTANCES: String(INSTANCES),
@@ -196,7 +198,9 @@ describe('npm run cluster (PostgreSQL, PgBouncer in transaction pooling mode, N 
         `select count(*) as total, count(*) filter (where application_name = 'live-activity-listener') as listeners,
                 count(*) filter (where application_name = 'agent-platform-webhooks') as queue
            from pg_stat_activity
-          where datname = current_database() and backend_type = 'client backend' and application_name <> 'agent-platform-tests'`,
+          where datname = current_database() and backend_type = 'client backend' and application_name <> 'agent-platform-tests'
+            and backend_start >= $1`,
+        [clusterStart!.at],
       );
       samples.push({ total: Number(rows[0]!.total), listeners: Number(rows[0]!.listeners), queue: Number(rows[0]!.queue) });
     };
