@@ -9,7 +9,7 @@ import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type 
 import { admitsUnrecognizedEvents, type EventCompatibility } from './event-compatibility.ts';
 import { RequestBodyBudget, readOperationBody } from './request-body.ts';
 import { checkPathEncoding } from './storable-strings.ts';
-import { RequestValidationError, toValidationErrors } from './validation-errors.ts';
+import { requestValidationError } from './validation-errors.ts';
 
 /**
  * The Koa middleware that hands each request to openapi-backend. HEAD is every GET operation answered
@@ -92,12 +92,7 @@ export function contractHandlers(
         query: c.request.query,
         header: c.request.headers,
       };
-      // The body's validator comes first; its schema resolves the `$ref`s in union errors.
-      const [bodyValidator] = api.validator.getRequestValidatorsForOperation(c.operation.operationId!) ?? [];
-      const errors = c.validation.errors ?? [];
-      throw new RequestValidationError(
-        toValidationErrors(errors, validated, (bodyValidator?.schema ?? {}) as object, config.maxValidationErrors),
-      );
+      throw requestValidationError(api, c.operation.operationId!, c.validation.errors ?? [], validated, config.maxValidationErrors);
     },
     notImplemented(c: OperationContext) {
       throw new HttpError(501, `${c.operation.operationId} is not implemented yet`);

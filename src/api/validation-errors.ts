@@ -1,4 +1,5 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { OpenAPIBackend } from 'openapi-backend';
 import { SECRET_FIELDS } from '../logger.ts';
 import { holdsSecret } from '../secret-keys.ts';
 import { createAjv } from './ajv.ts';
@@ -395,4 +396,16 @@ export function jsonInvalid(message: string, position: number | undefined): Vali
     input: {},
     ctx: { error: message },
   };
+}
+
+/** The 422 of an operation whose request failed validation; its body validator's schema resolves the `$ref`s in union errors. */
+export function requestValidationError(
+  api: OpenAPIBackend,
+  operationId: string,
+  errors: ErrorObject[],
+  validated: { requestBody: unknown; path: unknown; query: unknown; header: unknown },
+  limit: number,
+): RequestValidationError {
+  const [bodyValidator] = api.validator.getRequestValidatorsForOperation(operationId) ?? [];
+  return new RequestValidationError(toValidationErrors(errors, validated, (bodyValidator?.schema ?? {}) as object, limit));
 }

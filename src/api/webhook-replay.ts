@@ -6,7 +6,7 @@ import { BATCH_TOO_LARGE, refusalOf } from '../refusals/refusal.ts';
 import { HttpError } from '../errors.ts';
 import { decodeJsonBody } from './json-body.ts';
 import { BatchTooLargeError, checkWebhookBatchSize, webhookReadLimit, type BodyLimits } from './request-body.ts';
-import { RequestValidationError, toValidationErrors } from './validation-errors.ts';
+import { RequestValidationError, requestValidationError } from './validation-errors.ts';
 import { unrecognizedEventsOf, type EventCompatibility } from './event-compatibility.ts';
 
 /** Stores a kept webhook body for its owner, or throws the refusal it gets now (413, 422, 403). */
@@ -61,11 +61,8 @@ export function webhookReplayer(
     // Under `accept-unknown`, what the contract does not know is stored flagged, as the webhook does.
     const unrecognized = validation.valid || !eventCompatibility ? undefined : unrecognizedEventsOf(eventCompatibility, body.value, validation.errors ?? []);
     if (!validation.valid && !unrecognized) {
-      const [bodyValidator] = api.validator.getRequestValidatorsForOperation('ingestEvents') ?? [];
       const validated = { requestBody: body.value, path: { conversation_id: conversationId }, query: {}, header: request.headers };
-      throw new RequestValidationError(
-        toValidationErrors(validation.errors ?? [], validated, (bodyValidator?.schema ?? {}) as object, limits.maxValidationErrors),
-      );
+      throw requestValidationError(api, 'ingestEvents', validation.errors ?? [], validated, limits.maxValidationErrors);
     }
     return conversations.ingest({ userId: ownerId }, conversationId, body.value as Event[], unrecognized);
   };
