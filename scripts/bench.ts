@@ -254,7 +254,7 @@ async function main(): Promise<void> {
   const config = loadConfig({
     ...process.env,
     DATA_DIR: process.env.BENCH_DATA_DIR ?? '.data/bench',
-    EMBEDDED_PG_PORT: process.env.BENCH_EMBEDDED_PG_PORT ?? '54349',
+    EMBEDDED_PG_PORT: process.env.BENCH_EMBEDDED_PG_PORT ?? '25449',
   });
   const database = await openDatabase(config.database, createLogger('warn'));
   const connection = database.orm.em.getConnection();

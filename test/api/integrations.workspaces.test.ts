@@ -4,14 +4,13 @@ import { expect } from 'chai';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { testConfig, testDatabase } from '../helpers/hooks.ts';
+import { freePort } from '../../scripts/lib/free-port.ts';
 import { secretBoxFor } from '../../src/workspaces/setup.ts';
 import { PURPOSE } from '../../src/workspaces/workspace-service.ts';
 
 const WORKSPACES = '/integration/issuetracker/workspaces';
 const LINK = `${WORKSPACES}/link`;
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-/** Port of the stand-in issue tracker (this branch's block of ports: 54410 + 1..9). */
-const TRACKER_PORT = Number(process.env.TEST_EMBEDDED_PG_PORT ?? 54339) + 1;
 
 interface WorkspaceBody {
   id: number;
@@ -302,7 +301,7 @@ describe('issue-tracker workspaces', () => {
           res.writeHead(404).end();
         }
       });
-      await new Promise<void>((resolve) => tracker.listen(TRACKER_PORT, '127.0.0.1', resolve));
+      await new Promise<void>((resolve) => tracker.listen(0, '127.0.0.1', resolve));
       const { port } = tracker.address() as AddressInfo;
       trackerClient = await createTestApp({ issueTrackerBaseUrl: `http://127.0.0.1:${port}/{workspace}`, issueTrackerTimeoutMs: 500 });
     });
@@ -353,7 +352,7 @@ describe('issue-tracker workspaces', () => {
       expect((await registerVerified(failing).expect(503)).body.detail).to.match(/issue tracker/);
       const slow = registration({ workspace_name: 'slow' });
       await registerVerified(slow).expect(503);
-      const unreachable = await createTestApp({ issueTrackerBaseUrl: `http://127.0.0.1:${TRACKER_PORT + 1}`, issueTrackerTimeoutMs: 500 });
+      const unreachable = await createTestApp({ issueTrackerBaseUrl: `http://127.0.0.1:${await freePort()}`, issueTrackerTimeoutMs: 500 });
       await unreachable.request.post(WORKSPACES).set('X-Access-Token', alice.accessToken).send(registration()).expect(503);
       const count = await testDatabase().orm.em.getConnection().execute<{ n: string }[]>('select count(*)::text as n from workspaces');
       expect(count[0]!.n).to.equal('0');

@@ -15,7 +15,7 @@ export function testConfig(): Config {
   config ??= loadConfig({
     ...process.env,
     DATA_DIR: process.env.TEST_DATA_DIR ?? '.data/test',
-    EMBEDDED_PG_PORT: process.env.TEST_EMBEDDED_PG_PORT ?? '54339',
+    EMBEDDED_PG_PORT: process.env.TEST_EMBEDDED_PG_PORT ?? '25439',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
     CREDENTIAL_CACHE_TTL_MS: '0',
     // Every response of an app built for a test is checked against the spec (test/helpers/response-contract.ts).

@@ -36,7 +36,7 @@ describe('npm start: signals to the started process', function () {
 
   const dataDirs: string[] = [];
   let dataDir: string;
-  const embeddedPgPort = Number(process.env.TEST_EMBEDDED_PG_PORT ?? 54339) + 1;
+  const embeddedPgPort = Number(process.env.TEST_EMBEDDED_PG_PORT ?? 25439) + 1;
 
   before(() => {
     dataDir = createDataDir('npm-start');
