@@ -3744,7 +3744,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The caller already has the most endpoints allowed (`OUTBOUND_WEBHOOK_MAX_ENDPOINTS`); nothing was stored. */
+        /** @description The caller already has the most endpoints allowed (`OUTBOUND_WEBHOOK_MAX_ENDPOINTS`); nothing was stored. Or, on a create sent with `Idempotency-Key`, a request with the same key is still in flight (with `Retry-After`). */
         TooManyEndpoints: {
             headers: {
                 [name: string]: unknown;
@@ -3809,7 +3809,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description The resource already exists. */
+        /** @description The resource already exists. Or, on a create sent with `Idempotency-Key`, a request with the same key is still in flight (with `Retry-After`). */
         Conflict: {
             headers: {
                 [name: string]: unknown;
@@ -6608,7 +6608,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description The caller already holds the maximum number of active keys. */
+            /** @description The caller already holds the maximum number of active keys. Or a request with the same `Idempotency-Key` is still in flight (with `Retry-After`). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6767,7 +6767,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description A user with this e-mail already exists. */
+            /** @description A user with this e-mail already exists. Or a request with the same `Idempotency-Key` is still in flight (with `Retry-After`). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6851,7 +6851,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description The user is suspended, or holds the maximum number of active keys. */
+            /** @description The user is suspended, or holds the maximum number of active keys. Or a request with the same `Idempotency-Key` is still in flight (with `Retry-After`). */
             409: {
                 headers: {
                     [name: string]: unknown;
