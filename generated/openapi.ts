@@ -3744,7 +3744,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The caller already has the most endpoints allowed (`OUTBOUND_WEBHOOK_MAX_ENDPOINTS`); nothing was stored. */
+        /** @description The caller already has the most endpoints allowed (`OUTBOUND_WEBHOOK_MAX_ENDPOINTS`); nothing was stored. Or, on a create sent with `Idempotency-Key`, a request with the same key is still in flight (with `Retry-After`). */
         TooManyEndpoints: {
             headers: {
                 [name: string]: unknown;
@@ -3809,7 +3809,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
-        /** @description The resource already exists. */
+        /** @description The resource already exists. Or, on a create sent with `Idempotency-Key`, a request with the same key is still in flight (with `Retry-After`). */
         Conflict: {
             headers: {
                 [name: string]: unknown;
@@ -3874,19 +3874,70 @@ export interface components {
                 "application/json": components["schemas"]["HTTPValidationError"];
             };
         };
-        /** @description The caller holds too many of these at once (for example open live streams); retry later. */
+        /**
+         * @description The caller is over a rate limit (`x-rate-limit-class` of the operation; per credential, per
+         *     client IP without one), or holds too many of something at once (open live streams). Over a
+         *     rate limit the answer carries `Retry-After` and the IETF httpapi RateLimit fields
+         *     (draft-ietf-httpapi-ratelimit-headers, structured fields): `RateLimit-Policy` names the class,
+         *     its quota `q` (the burst) and window `w` (seconds an empty bucket takes to refill);
+         *     `RateLimit` says `r=0` requests remain and `t` seconds until the next one is allowed.
+         */
         TooManyRequests: {
             headers: {
+                /**
+                 * @description Seconds to wait before retrying.
+                 * @example 1
+                 */
+                "Retry-After"?: number;
+                /**
+                 * @description The class's policy (structured-field list), e.g. `"reads";q=200;w=4`.
+                 * @example "writes";q=50;w=5
+                 */
+                "RateLimit-Policy"?: string;
+                /**
+                 * @description The caller's state under that policy, e.g. `"reads";r=0;t=1`.
+                 * @example "writes";r=0;t=1
+                 */
+                RateLimit?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
+        /**
+         * @description A request with the same `Idempotency-Key` (and the same body) is still being processed;
+         *     nothing was done. Retry after `Retry-After` seconds to get its response.
+         */
+        IdempotencyKeyInFlight: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
                 /**
                  * @example {
-                 *       "detail": "At most 10 live streams per user may be open at once"
+                 *       "detail": "A request with this Idempotency-Key is still being processed; retry after it has been answered"
                  *     }
                  */
                 "application/json": components["schemas"]["ErrorBody"];
             };
+        };
+        /**
+         * @description The caller's copy (named by `If-None-Match`) is current: no body. Same `ETag` and
+         *     `Cache-Control` as the 200.
+         */
+        NotModified: {
+            headers: {
+                /**
+                 * @description The strong validator of the current representation.
+                 * @example "3q2-7wEJqM8Hh0mQ"
+                 */
+                ETag?: string;
+                [name: string]: unknown;
+            };
+            content?: never;
         };
         /**
          * @description The database is unavailable, or this instance is already reading as many request bodies as it
@@ -3909,6 +3960,31 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
+         *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
+         *     with the same request (operation, path and body bytes) within 24 hours answers the first
+         *     response again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`,
+         *     and creates nothing: a double-clicked "Buy credits" makes one checkout session. Keys are
+         *     scoped to the credential's owner. The same key with another request → 422 naming this
+         *     header (`type: idempotency_key_reused`); while the first request is still in flight → 409
+         *     with `Retry-After`. Only a 2xx is kept: after an error the key is free again. Kept
+         *     responses are stored encrypted, since they may hold a created key or secret.
+         * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+         */
+        IdempotencyKey: string;
+        /**
+         * @description The `ETag` of the copy the client holds; when it is current the answer is 304 without a body.
+         * @example "3q2-7wEJqM8Hh0mQ"
+         */
+        IfNoneMatch: string;
+        /**
+         * @description The asset's content hash, as the console page links it (`console/console.js?v=…`). With the
+         *     current hash the asset is cached for a year (`immutable`); with any other value, or none, it
+         *     is revalidated on every load (`no-cache` and `ETag`).
+         * @example 9f86d081884c7d65
+         */
+        AssetVersion: string;
         /**
          * @description Name of an issue-tracker workspace.
          * @example acme-engineering
@@ -4061,6 +4137,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -4159,6 +4236,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -4268,6 +4346,7 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
         };
     };
     countConversations: {
@@ -4321,6 +4400,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getConversation: {
@@ -4386,6 +4466,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     renameConversation: {
@@ -4447,6 +4528,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listConversationEvents: {
@@ -4516,6 +4598,7 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
         };
     };
     countConversationEvents: {
@@ -4571,6 +4654,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getConversationEvent: {
@@ -4619,6 +4703,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     exportConversation: {
@@ -4655,6 +4740,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     streamConversationEvents: {
@@ -4745,6 +4831,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getLiveConversationPage: {
@@ -4772,12 +4859,27 @@ export interface operations {
                 content?: never;
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createWorkspaceRegistration: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
+                 *     with the same request (operation, path and body bytes) within 24 hours answers the first
+                 *     response again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`,
+                 *     and creates nothing: a double-clicked "Buy credits" makes one checkout session. Keys are
+                 *     scoped to the credential's owner. The same key with another request → 422 naming this
+                 *     header (`type: idempotency_key_reused`); while the first request is still in flight → 409
+                 *     with `Retry-After`. Only a 2xx is kept: after an error the key is free again. Kept
+                 *     responses are stored encrypted, since they may hold a created key or secret.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4867,9 +4969,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            409: components["responses"]["IdempotencyKeyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["IssueTrackerUnavailable"];
         };
     };
@@ -4923,6 +5027,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     linkWorkspace: {
@@ -4985,6 +5090,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     receiveTrackerEvent: {
@@ -5073,6 +5179,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             /**
              * @description The workspace's webhook secret is stored under an encryption key this server instance
              *     does not hold (another instance re-sealed it with a newer key during a rotation): give
@@ -5146,6 +5253,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     unlinkWorkspace: {
@@ -5180,6 +5288,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listVerifiedModels: {
@@ -5229,12 +5338,27 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createVerifiedModel: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
+                 *     with the same request (operation, path and body bytes) within 24 hours answers the first
+                 *     response again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`,
+                 *     and creates nothing: a double-clicked "Buy credits" makes one checkout session. Keys are
+                 *     scoped to the credential's owner. The same key with another request → 422 naming this
+                 *     header (`type: idempotency_key_reused`); while the first request is still in flight → 409
+                 *     with `Retry-After`. Only a 2xx is kept: after an error the key is free again. Kept
+                 *     responses are stored encrypted, since they may hold a created key or secret.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5276,6 +5400,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteVerifiedModel: {
@@ -5304,6 +5429,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateVerifiedModel: {
@@ -5355,6 +5481,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listWebhookEndpoints: {
@@ -5396,13 +5523,28 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
     createWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
+                 *     with the same request (operation, path and body bytes) within 24 hours answers the first
+                 *     response again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`,
+                 *     and creates nothing: a double-clicked "Buy credits" makes one checkout session. Keys are
+                 *     scoped to the credential's owner. The same key with another request → 422 naming this
+                 *     header (`type: idempotency_key_reused`); while the first request is still in flight → 409
+                 *     with `Retry-After`. Only a 2xx is kept: after an error the key is free again. Kept
+                 *     responses are stored encrypted, since they may hold a created key or secret.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5451,6 +5593,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -5494,6 +5637,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -5522,6 +5666,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -5583,6 +5728,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -5627,6 +5773,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -5669,6 +5816,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -5721,6 +5869,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -5770,6 +5919,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -5817,13 +5967,28 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
     createCheckoutSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
+                 *     with the same request (operation, path and body bytes) within 24 hours answers the first
+                 *     response again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`,
+                 *     and creates nothing: a double-clicked "Buy credits" makes one checkout session. Keys are
+                 *     scoped to the credential's owner. The same key with another request → 422 naming this
+                 *     header (`type: idempotency_key_reused`); while the first request is still in flight → 409
+                 *     with `Retry-After`. Only a 2xx is kept: after an error the key is free again. Kept
+                 *     responses are stored encrypted, since they may hold a created key or secret.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5853,9 +6018,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["IdempotencyKeyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             /** @description The payment provider is unavailable; retry later. */
             503: {
                 headers: {
@@ -5917,6 +6084,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -6000,6 +6168,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -6068,6 +6237,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getCheckoutPage: {
@@ -6099,6 +6269,7 @@ export interface operations {
             };
             404: components["responses"]["CheckoutPageNotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     confirmCheckout: {
@@ -6136,6 +6307,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     cancelCheckout: {
@@ -6173,6 +6345,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listSuperAdmins: {
@@ -6206,6 +6379,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     grantSuperAdmin: {
@@ -6257,6 +6431,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -6300,6 +6475,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -6333,6 +6509,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -6371,13 +6548,28 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
     createKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
+                 *     with the same request (operation, path and body bytes) within 24 hours answers the first
+                 *     response again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`,
+                 *     and creates nothing: a double-clicked "Buy credits" makes one checkout session. Keys are
+                 *     scoped to the credential's owner. The same key with another request → 422 naming this
+                 *     header (`type: idempotency_key_reused`); while the first request is still in flight → 409
+                 *     with `Retry-After`. Only a 2xx is kept: after an error the key is free again. Kept
+                 *     responses are stored encrypted, since they may hold a created key or secret.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6416,7 +6608,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description The caller already holds the maximum number of active keys. */
+            /** @description The caller already holds the maximum number of active keys. Or a request with the same `Idempotency-Key` is still in flight (with `Retry-After`). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6433,6 +6625,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -6461,6 +6654,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -6514,13 +6708,28 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
     createUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
+                 *     with the same request (operation, path and body bytes) within 24 hours answers the first
+                 *     response again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`,
+                 *     and creates nothing: a double-clicked "Buy credits" makes one checkout session. Keys are
+                 *     scoped to the credential's owner. The same key with another request → 422 naming this
+                 *     header (`type: idempotency_key_reused`); while the first request is still in flight → 409
+                 *     with `Retry-After`. Only a 2xx is kept: after an error the key is free again. Kept
+                 *     responses are stored encrypted, since they may hold a created key or secret.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6558,7 +6767,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description A user with this e-mail already exists. */
+            /** @description A user with this e-mail already exists. Or a request with the same `Idempotency-Key` is still in flight (with `Retry-After`). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6575,13 +6784,28 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
     createUserKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
+                 *     with the same request (operation, path and body bytes) within 24 hours answers the first
+                 *     response again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`,
+                 *     and creates nothing: a double-clicked "Buy credits" makes one checkout session. Keys are
+                 *     scoped to the credential's owner. The same key with another request → 422 naming this
+                 *     header (`type: idempotency_key_reused`); while the first request is still in flight → 409
+                 *     with `Retry-After`. Only a 2xx is kept: after an error the key is free again. Kept
+                 *     responses are stored encrypted, since they may hold a created key or secret.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description User id (UUID).
@@ -6627,7 +6851,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description The user is suspended, or holds the maximum number of active keys. */
+            /** @description The user is suspended, or holds the maximum number of active keys. Or a request with the same `Idempotency-Key` is still in flight (with `Retry-After`). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6644,6 +6868,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -6701,6 +6926,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -6744,6 +6970,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -6817,6 +7044,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -6877,6 +7105,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -6942,6 +7171,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -7024,6 +7254,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -7051,6 +7282,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getReadiness: {
@@ -7077,6 +7309,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             /** @description Not ready (the database is unavailable). */
             503: {
                 headers: {
@@ -7131,12 +7364,19 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getApiReference: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The `ETag` of the copy the client holds; when it is current the answer is 304 without a body.
+                 * @example "3q2-7wEJqM8Hh0mQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7151,13 +7391,21 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            304: components["responses"]["NotModified"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getApiReferenceScript: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The `ETag` of the copy the client holds; when it is current the answer is 304 without a body.
+                 * @example "3q2-7wEJqM8Hh0mQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7172,13 +7420,21 @@ export interface operations {
                     "text/javascript": string;
                 };
             };
+            304: components["responses"]["NotModified"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getOpenApiDocument: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The `ETag` of the copy the client holds; when it is current the answer is 304 without a body.
+                 * @example "3q2-7wEJqM8Hh0mQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7193,13 +7449,21 @@ export interface operations {
                     "application/yaml": string;
                 };
             };
+            304: components["responses"]["NotModified"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getConsole: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The `ETag` of the copy the client holds; when it is current the answer is 304 without a body.
+                 * @example "3q2-7wEJqM8Hh0mQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7214,13 +7478,29 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            304: components["responses"]["NotModified"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getConsoleScript: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /**
+                 * @description The asset's content hash, as the console page links it (`console/console.js?v=…`). With the
+                 *     current hash the asset is cached for a year (`immutable`); with any other value, or none, it
+                 *     is revalidated on every load (`no-cache` and `ETag`).
+                 * @example 9f86d081884c7d65
+                 */
+                v?: components["parameters"]["AssetVersion"];
+            };
+            header?: {
+                /**
+                 * @description The `ETag` of the copy the client holds; when it is current the answer is 304 without a body.
+                 * @example "3q2-7wEJqM8Hh0mQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7235,13 +7515,29 @@ export interface operations {
                     "text/javascript": string;
                 };
             };
+            304: components["responses"]["NotModified"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getConsoleStyles: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /**
+                 * @description The asset's content hash, as the console page links it (`console/console.js?v=…`). With the
+                 *     current hash the asset is cached for a year (`immutable`); with any other value, or none, it
+                 *     is revalidated on every load (`no-cache` and `ETag`).
+                 * @example 9f86d081884c7d65
+                 */
+                v?: components["parameters"]["AssetVersion"];
+            };
+            header?: {
+                /**
+                 * @description The `ETag` of the copy the client holds; when it is current the answer is 304 without a body.
+                 * @example "3q2-7wEJqM8Hh0mQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7256,7 +7552,9 @@ export interface operations {
                     "text/css": string;
                 };
             };
+            304: components["responses"]["NotModified"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
 }

@@ -8,11 +8,13 @@ import { webhookReplayer } from './api/webhook-replay.ts';
 import { eventCompatibilityFor } from './api/event-compatibility.ts';
 import { renderError } from './api/render-error.ts';
 import { withStorableStrings } from './api/storable-strings.ts';
+import { idempotentOperationIds, withIdempotency } from './api/idempotency.ts';
 import type { RequestState } from './api/context.ts';
 import { traceRequest } from './observability/request-tracing.ts';
 import { buildServices, type AppDeps } from './services.ts';
 import type { DeliveryWorker } from './outbound/delivery-worker.ts';
 import type { LiveStreams } from './live/live-streams.ts';
+import type { RateLimitInstances } from './rate-limits/instances.ts';
 
 /** The app and what its owner starts and stops with it (main.ts, or a test). */
 export interface App {
@@ -21,6 +23,8 @@ export interface App {
   readonly deliveryWorker: DeliveryWorker;
   /** Ended on shutdown: live streams never finish by themselves. */
   readonly liveStreams: LiveStreams;
+  /** Built, not started: `main.ts` starts it, so this instance takes its share of the rate limits among the running ones. */
+  readonly rateLimitInstances: RateLimitInstances;
 }
 
 /** Wires the services, openapi-backend and the Koa pipeline; everything is passed in, so tests build their own. */
@@ -30,8 +34,12 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const api = await createOpenApiBackend();
   const eventCompatibility = eventCompatibilityFor(api, config.webhookEventCompatibility);
   // Strings PostgreSQL cannot store (`\u0000`, lone surrogates) → 422 naming the field.
-  const handlers = withStorableStrings(operationHandlers(services, webhookReplayer(api, services.conversations, config, eventCompatibility)));
-  api.register({ ...handlers, ...contractHandlers(api, config, handlers, eventCompatibility) });
+  const handlers = withIdempotency(
+    withStorableStrings(operationHandlers(services, webhookReplayer(api, services.conversations, config, eventCompatibility))),
+    idempotentOperationIds(api),
+    services.idempotency,
+  );
+  api.register({ ...handlers, ...contractHandlers(api, config, handlers, eventCompatibility, services.rateLimiter) });
   for (const [scheme, handler] of Object.entries(securityHandlers(services.authenticator, services.streamTickets, config.metricsToken))) {
     api.registerSecurityHandler(scheme, handler);
   }
@@ -52,5 +60,5 @@ export async function createApp(deps: AppDeps): Promise<App> {
     }),
   );
   app.use(serveOperations(api));
-  return { app, deliveryWorker: services.deliveryWorker, liveStreams: services.liveStreams };
+  return { app, deliveryWorker: services.deliveryWorker, liveStreams: services.liveStreams, rateLimitInstances: services.rateLimitInstances };
 }

@@ -125,7 +125,33 @@ export interface Config {
 
   // Outbound webhooks (src/outbound/, docs/outbound-webhooks.md)
   readonly outboundWebhooks: OutboundWebhookConfig;
+
+  // Rate limits (src/rate-limits/, docs/operations.md "Rate limits, idempotency and caching")
+  /** Token buckets per credential (per client IP without one), by the class each operation declares (`x-rate-limit-class`). */
+  readonly rateLimits: RateLimitConfig;
 }
+
+/** The classes of `x-rate-limit-class` in the spec: every operation declares one. */
+export const RATE_LIMIT_CLASSES = ['reads', 'writes', 'streams', 'admin', 'webhook'] as const;
+export type RateLimitClass = (typeof RATE_LIMIT_CLASSES)[number];
+
+/** A token bucket: `perSecond` tokens refill it, up to `burst`; undefined in `RateLimitConfig`: unlimited. */
+export interface RateLimitRule {
+  readonly perSecond: number;
+  readonly burst: number;
+}
+
+/** `RATE_LIMIT_<CLASS>` per class (`off`: unlimited). */
+export type RateLimitConfig = Readonly<Record<RateLimitClass, RateLimitRule | undefined>>;
+
+/** Limits a person, the console or a script using the API normally never meets; the webhook is not limited (the agent-server cannot slow down). */
+export const DEFAULT_RATE_LIMITS: RateLimitConfig = {
+  reads: { perSecond: 50, burst: 200 },
+  writes: { perSecond: 10, burst: 50 },
+  streams: { perSecond: 2, burst: 20 },
+  admin: { perSecond: 10, burst: 50 },
+  webhook: undefined,
+};
 
 /** Bounds of the webhook's group commit, as `GroupCommitter` takes them (src/conversations/group-commit.ts). */
 export interface IngestGroupConfig {
@@ -329,7 +355,30 @@ export function loadConfig(env: Env = process.env): Config {
     httpKeepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
 
     outboundWebhooks: loadOutboundWebhookConfig(env),
+    rateLimits: loadRateLimitConfig(env),
   });
+}
+
+function loadRateLimitConfig(env: Env): RateLimitConfig {
+  const rules = {} as Record<RateLimitClass, RateLimitRule | undefined>;
+  for (const limitClass of RATE_LIMIT_CLASSES) {
+    const name = `RATE_LIMIT_${limitClass.toUpperCase()}`;
+    const raw = env[name]?.trim();
+    rules[limitClass] = raw === undefined || raw === '' ? DEFAULT_RATE_LIMITS[limitClass] : rateLimitRule(name, raw);
+  }
+  return Object.freeze(rules);
+}
+
+/** `off`, or `<per second>,<burst>` (`50,200`: 50 requests a second, 200 at once). */
+function rateLimitRule(name: string, raw: string): RateLimitRule | undefined {
+  if (raw === 'off') return undefined;
+  const match = /^(\d+(?:\.\d+)?)\s*,\s*(\d+)$/.exec(raw);
+  const perSecond = Number(match?.[1]);
+  const burst = Number(match?.[2]);
+  if (!match || perSecond <= 0 || perSecond > 1_000_000 || burst < 1 || burst > 10_000_000) {
+    throw new ConfigError(`${name} must be off or "<requests per second>,<burst>" (e.g. "50,200"; per second above 0 up to 1000000, burst 1 to 10000000), got "${raw}"`);
+  }
+  return Object.freeze({ perSecond, burst });
 }
 
 function flag(env: Env, name: string): boolean {

@@ -6,6 +6,7 @@ import { createApp, type App } from './app.ts';
 import { listen } from './http-server.ts';
 import { RetentionService } from './retention/retention-service.ts';
 import { RefusedDeliveryRetention } from './retention/refused-deliveries.ts';
+import { IdempotencyRecordRetention } from './retention/idempotency-records.ts';
 import { buildConsole, consoleIsBuilt } from './console/bundle.ts';
 import { missingSecretKeysProblem } from './workspaces/setup.ts';
 import { IdentityService } from './identity/identity-service.ts';
@@ -48,6 +49,7 @@ async function main(): Promise<void> {
     // A fresh clone has no built console: build it now so that the first page is not slow.
     if (!consoleIsBuilt()) logger.info({ ms: Math.round(await buildConsole()) }, 'console built');
     if (config.outboundWebhooks.worker) await built.deliveryWorker.start();
+    await built.rateLimitInstances.start();
     server = await listen(built.app, config);
   } catch (error) {
     await database.close();
@@ -67,6 +69,8 @@ async function main(): Promise<void> {
   retention?.start();
   const refusalRetention = new RefusedDeliveryRetention(database.orm.em, config.refusedDeliveryRetentionDays, logger);
   refusalRetention.start();
+  const idempotencyRetention = new IdempotencyRecordRetention(database.orm.em, logger);
+  idempotencyRetention.start();
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
@@ -74,7 +78,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     const started = Date.now();
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    const retentionStopped = Promise.all([retention?.stop(), refusalRetention.stop()]);
+    const retentionStopped = Promise.all([retention?.stop(), refusalRetention.stop(), idempotencyRetention.stop()]);
     // Live streams never finish by themselves: end them (clients resume elsewhere) while the
     // database they read from is still open.
     await built.liveStreams.close();
@@ -89,6 +93,7 @@ async function main(): Promise<void> {
     });
     clearTimeout(forced);
     await retentionStopped;
+    await built.rateLimitInstances.stop();
     // Attempts in flight finish (or are given up on and made again elsewhere) before the pool closes.
     await built.deliveryWorker.stop(config.shutdownGraceMs);
     await database.close();

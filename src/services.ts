@@ -21,6 +21,9 @@ import { SpendService } from './spend/spend-service.ts';
 import type { ChargeOutcome } from './spend/spend-ledger.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
 import { createWorkspaceService, secretBoxFor } from './workspaces/setup.ts';
+import { IdempotencyService } from './idempotency/idempotency-service.ts';
+import { RateLimiter } from './rate-limits/rate-limiter.ts';
+import { RateLimitInstances } from './rate-limits/instances.ts';
 
 /** What the app is built from; tests pass their own. */
 export interface AppDeps {
@@ -42,6 +45,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
   const listenUrl = database.listenUrl ?? orm.config.get('clientUrl')!;
   const ingestPressure = new IngestPressure(config.outboundWebhooks.yieldAboveBatchesPerSecond);
   const outboundQueue = new PgBossOutboundQueue(orm.em.getConnection().getKnex(), logger);
+  const rateLimiter = new RateLimiter(config.rateLimits);
   return {
     database,
     metrics,
@@ -69,6 +73,10 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     deliveryWorker: new DeliveryWorker(orm.em, outboundQueue, listenUrl, secretBox, config.outboundWebhooks, logger, {
       attempt: (type, outcome, seconds) => metrics.recordOutboundAttempt(type, outcome, seconds),
     }, ingestPressure),
+    rateLimiter,
+    // Built here, started by main.ts (or a test): the heartbeat that splits the limits among instances.
+    rateLimitInstances: new RateLimitInstances(orm.em, rateLimiter, logger),
+    idempotency: new IdempotencyService(orm.em, secretBox),
   };
 }
 

@@ -9,6 +9,8 @@ import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type 
 import { admitsUnrecognizedEvents, type EventCompatibility } from './event-compatibility.ts';
 import { RequestBodyBudget, readOperationBody } from './request-body.ts';
 import { checkPathEncoding } from './storable-strings.ts';
+import { enforceRateLimit, rateLimitClasses } from './rate-limits.ts';
+import type { RateLimiter } from '../rate-limits/rate-limiter.ts';
 import { requestValidationError } from './validation-errors.ts';
 
 /**
@@ -30,22 +32,29 @@ export function serveOperations(api: OpenAPIBackend): Middleware<RequestState> {
 }
 
 /**
- * openapi-backend's special handlers, which make the contract's answers: the permission check and the
- * body read after security, 404/405/401/422/501 as the contract's errors.
+ * openapi-backend's special handlers, which make the contract's answers: `Cache-Control: no-store` on
+ * what a credential opened, the rate limit, the permission check and the body read after security,
+ * 404/405/401/422/501 as the contract's errors.
  */
 export function contractHandlers(
   api: OpenAPIBackend,
   config: Pick<Config, 'bodyLimitBytes' | 'maxValidationErrors' | 'webhookSingleEventLimitBytes' | 'requestBodyBudgetBytes'>,
   handlers: OperationHandlers,
   eventCompatibility: EventCompatibility | undefined,
+  rateLimiter: RateLimiter,
 ) {
   const bodyBudget = new RequestBodyBudget(config.requestBodyBudgetBytes);
+  const limitClasses = rateLimitClasses(api);
   return {
     async postSecurityHandler(c: OperationContext, ctx: KoaContext, request: OpenApiRequest) {
       ctx.state.operationId = c.operation.operationId;
       ctx.state.userId = callerIdOf(c);
       const needsCredential = (c.operation.security ?? []).length > 0;
       if (needsCredential && !c.security?.authorized) return;
+      // What a credential opened is nobody else's: no cache (browser, proxy) keeps it, errors included.
+      if (needsCredential) ctx.set('Cache-Control', 'no-store');
+      // The class each operation declares in the spec (`x-rate-limit-class`) is checked here, once.
+      enforceRateLimit(rateLimiter, limitClasses.get(c.operation.operationId!)!, c, ctx);
       // The permission an operation declares in the spec (`x-permission`) is checked here, once.
       const permission = (c.operation as { 'x-permission'?: Permission })['x-permission'];
       if (permission) requirePermission(principalOf(c), permission);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PACKAGE_ROOT } from '../package-root.ts';
+import { contentHashOf } from '../crypto/content-hash.ts';
 
 /**
  * The console's bundle: `console/src` (TypeScript, plain DOM) built by esbuild into the ignored
@@ -16,6 +17,9 @@ const STYLES = path.join(CONSOLE_DIST_DIR, 'console.css');
 export interface ConsoleAssets {
   readonly script: Buffer;
   readonly styles: Buffer;
+  /** Content hashes: the page links `console.js?v=<scriptHash>`, so a new build is a new address. */
+  readonly scriptHash: string;
+  readonly stylesHash: string;
 }
 
 /** Builds the bundle into `console/dist/` (minified); returns how long it took in milliseconds. */
@@ -45,7 +49,9 @@ let assets: Promise<ConsoleAssets> | undefined;
 export function consoleAssets(): Promise<ConsoleAssets> {
   assets ??= (async () => {
     if (!fs.existsSync(SCRIPT) || !fs.existsSync(STYLES)) await buildConsole();
-    return { script: fs.readFileSync(SCRIPT), styles: fs.readFileSync(STYLES) };
+    const script = fs.readFileSync(SCRIPT);
+    const styles = fs.readFileSync(STYLES);
+    return { script, styles, scriptHash: contentHashOf(script), stylesHash: contentHashOf(styles) };
   })();
   // A failed build is not kept: the next request tries again.
   assets.catch(() => (assets = undefined));

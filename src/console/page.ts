@@ -1,9 +1,10 @@
 /**
- * The console's one HTML page. Everything it shows is built by `console.js` from the API's answers;
+ * The console's one HTML page, linking the assets by content hash (cached for a year under that name). Everything it shows is built by `console.js` from the API's answers;
  * the page itself has no data and no inline script, so its Content-Security-Policy allows scripts,
  * styles and connections to this origin only.
  */
-export const CONSOLE_HTML = `<!doctype html>
+export function consoleHtml(versions: { scriptHash: string; stylesHash: string }): string {
+  return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -11,8 +12,8 @@ export const CONSOLE_HTML = `<!doctype html>
 <meta name="color-scheme" content="light dark">
 <title>Agent Platform console</title>
 <link rel="icon" href="data:,">
-<link rel="stylesheet" href="console/console.css">
-<script type="module" src="console/console.js"></script>
+<link rel="stylesheet" href="console/console.css?v=${versions.stylesHash}">
+<script type="module" src="console/console.js?v=${versions.scriptHash}"></script>
 </head>
 <body>
 <noscript>The console needs JavaScript. The API reference is at <a href="docs">/docs</a>.</noscript>
@@ -20,6 +21,7 @@ export const CONSOLE_HTML = `<!doctype html>
 </body>
 </html>
 `;
+}
 
 /** Agent output is hostile: even if something slipped through, no script from elsewhere runs. */
 export const CONSOLE_CSP = [
@@ -39,5 +41,4 @@ export const CONSOLE_PAGE_HEADERS: Readonly<Record<string, string>> = {
   'Referrer-Policy': 'no-referrer',
   'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'DENY',
-  'Cache-Control': 'no-cache',
 };

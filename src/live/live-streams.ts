@@ -174,7 +174,7 @@ export class LiveStreams implements ActivityHandler {
 
 const STREAM_HEADERS = {
   'Content-Type': 'text/event-stream; charset=utf-8',
-  'Cache-Control': 'no-cache, no-transform',
+  'Cache-Control': 'no-store, no-transform',
   Connection: 'keep-alive',
   // nginx and similar proxies would otherwise buffer the stream.
   'X-Accel-Buffering': 'no',

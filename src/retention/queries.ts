@@ -75,3 +75,15 @@ export async function deleteExpiredRefusals(em: EntityManager, days: number, lim
 export async function deleteExpiredRefusalNotices(em: EntityManager, days: number): Promise<void> {
   await sqlRows(em, 'delete from delivery_refusal_notices where sent_at < now() - make_interval(days => $1)', [days]);
 }
+
+/** Deletes up to `limit` idempotency records past their 24 h; returns how many went. */
+export async function deleteExpiredIdempotencyRecords(em: EntityManager, limit: number): Promise<number> {
+  const rows = await sqlRows<{ owner_id: string }>(
+    em,
+    `delete from idempotency_records where (owner_id, idempotency_key) in (
+       select owner_id, idempotency_key from idempotency_records where expires_at <= now() limit $1
+     ) returning owner_id`,
+    [limit],
+  );
+  return rows.length;
+}

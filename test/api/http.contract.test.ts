@@ -32,7 +32,7 @@ describe('response validation against spec/openapi.yaml', () => {
 
   it('names the operation, the status and the problem of an undocumented status', () => {
     const [violation] = contract.check({ method: 'GET', path: '/healthz', status: 500, headers: { 'content-type': 'application/json' }, body: json({ detail: 'x' }) });
-    expect(describeViolation(violation!)).to.equal('GET /healthz (getHealth) answered 500: status 500 is not documented (documented: 200, 422)');
+    expect(describeViolation(violation!)).to.equal('GET /healthz (getHealth) answered 500: status 500 is not documented (documented: 200, 422, 429)');
   });
 
   it('refuses a body the status does not describe, with the schema error', () => {
@@ -90,7 +90,7 @@ describe('response validation against spec/openapi.yaml', () => {
     } finally {
       server.close();
     }
-    expect(reported.map(describeViolation)).to.deep.equal(['GET /readyz (getReadiness) answered 418: status 418 is not documented (documented: 200, 422, 503)']);
+    expect(reported.map(describeViolation)).to.deep.equal(['GET /readyz (getReadiness) answered 418: status 418 is not documented (documented: 200, 422, 429, 503)']);
   });
 
   it('an app built for a test reports its violations to the harness (RESPONSE_VALIDATION=log), which fails the test', async () => {

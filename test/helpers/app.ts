@@ -8,6 +8,9 @@ import { testConfig, testDatabase } from './hooks.ts';
 import { captureLog } from './secret-scan.ts';
 import { freePort } from '../../scripts/lib/free-port.ts';
 
+/** Every rate limit off, for a test that sends far more requests from one credential than a person does (a fuzz). */
+export const RATE_LIMITS_OFF: Config['rateLimits'] = { reads: undefined, writes: undefined, streams: undefined, admin: undefined, webhook: undefined };
+
 /** A test app on the shared test database, and every line it logged. */
 export interface TestApp {
   request: ReturnType<typeof supertest>;

@@ -44,6 +44,8 @@ export async function recreateSchema(db: Database): Promise<void> {
 
 /** Every table the migrations create (bar MikroORM's own): emptied before each test. */
 export const TABLES = [
+  'idempotency_records',
+  'rate_limit_instances',
   'refused_deliveries',
   'delivery_refusal_notices',
   'spend_entries',

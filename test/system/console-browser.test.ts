@@ -185,7 +185,7 @@ describe('console in a browser (headless Chromium)', function () {
       const elapsed = Date.now() - started;
       const timing = await fresh.evaluate(() => {
         const [navigation] = performance.getEntriesByType('navigation') as PerformanceNavigationTiming[];
-        const script = performance.getEntriesByType('resource').find((entry) => entry.name.endsWith('console.js')) as PerformanceResourceTiming | undefined;
+        const script = performance.getEntriesByType('resource').find((entry) => new URL(entry.name).pathname.endsWith('console.js')) as PerformanceResourceTiming | undefined;
         return { domContentLoaded: navigation!.domContentLoadedEventEnd, scriptBytes: script?.encodedBodySize ?? 0 };
       });
       console.log(`      first load to the sign-in form: ${elapsed} ms (DOMContentLoaded ${Math.round(timing.domContentLoaded)} ms, console.js ${(timing.scriptBytes / 1024).toFixed(1)} KiB on the wire)`);
