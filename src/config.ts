@@ -125,6 +125,9 @@ export interface Config {
 
   // Outbound webhooks (src/outbound/, docs/outbound-webhooks.md)
   readonly outboundWebhooks: OutboundWebhookConfig;
+
+  /** `SHARING_ENABLED=false`: no new share links, and every shared read answers 404 (docs/sharing.md). */
+  readonly sharingEnabled: boolean;
 }
 
 /** Bounds of the webhook's group commit, as `GroupCommitter` takes them (src/conversations/group-commit.ts). */
@@ -329,6 +332,8 @@ export function loadConfig(env: Env = process.env): Config {
     httpKeepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
 
     outboundWebhooks: loadOutboundWebhookConfig(env),
+
+    sharingEnabled: env.SHARING_ENABLED?.trim() ? flag(env, 'SHARING_ENABLED') : true,
   });
 }
 

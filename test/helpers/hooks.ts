@@ -44,6 +44,7 @@ export async function recreateSchema(db: Database): Promise<void> {
 
 /** Every table the migrations create (bar MikroORM's own): emptied before each test. */
 export const TABLES = [
+  'share_links',
   'refused_deliveries',
   'delivery_refusal_notices',
   'spend_entries',
