@@ -203,7 +203,8 @@ export interface paths {
          *     title (the owner's rename or the agent-server's, see `renameConversation`), the latest
          *     metrics, tags and relations from the agent-server's conversation info
          *     (`receiveConversationInfo`). Someone else's conversation → 403, an unknown one → 404: the
-         *     rule of every `/api/v1/conversations/{conversation_id}…` operation.
+         *     rule of every `/api/v1/conversations/{conversation_id}…` operation but the share links'
+         *     (`…/share-links…`), which answer 404 for both.
          */
         get: operations["getConversation"];
         put?: never;
