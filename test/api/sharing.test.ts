@@ -250,7 +250,7 @@ describe('sharing: share links and what they show', () => {
       expect(conversation.body.tags).to.equal(null);
     });
 
-    it('never names the owner: no e-mail, user id or conversation id in any shared answer', async () => {
+    it('never names the owner: no e-mail, user id or conversation id in any shared answer; the access log holds no token', async () => {
       const id = await conversationWith([minimalEvent('PauseEvent'), minimalEvent('MessageEvent')]);
       await query(`update conversations set tags = '{"team":"billing"}'::jsonb where id = ?`, [id]);
       const link = await createLink(id);
@@ -264,6 +264,10 @@ describe('sharing: share links and what they show', () => {
       for (const body of bodies) {
         for (const identity of [owner.email, owner.userId, owner.accessToken, owner.sessionApiKey, id, id.replace(/-/g, '')]) expect(body).to.not.include(identity);
       }
+      // The access log names a link by its hint, never its token (a capability in the path).
+      const logged = client.logs.join('');
+      expect(logged).to.include(`"path":"/share/${tokenOf(link).slice(0, 9)}…"`).and.include(`/api/v1/shared/${tokenOf(link).slice(0, 9)}…/events`);
+      expect(logged).to.not.include(tokenOf(link)).and.not.include(tokenOf(tagged));
       expect(JSON.parse(bodies[0]!).tags).to.equal(null);
       expect(JSON.parse(bodies[2]!).tags).to.deep.equal({ team: 'billing' });
     });
