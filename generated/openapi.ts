@@ -203,7 +203,8 @@ export interface paths {
          *     title (the owner's rename or the agent-server's, see `renameConversation`), the latest
          *     metrics, tags and relations from the agent-server's conversation info
          *     (`receiveConversationInfo`). Someone else's conversation → 403, an unknown one → 404: the
-         *     rule of every `/api/v1/conversations/{conversation_id}…` operation.
+         *     rule of every `/api/v1/conversations/{conversation_id}…` operation but the share links'
+         *     (`…/share-links…`), which answer 404 for both.
          */
         get: operations["getConversation"];
         put?: never;
@@ -437,6 +438,201 @@ export interface paths {
          *     a new ticket and passes the last event id it saw as `after_seq`.
          */
         post: operations["createStreamTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{conversation_id}/share-links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a conversation's share links
+         * @description The conversation's links: the active ones first, then those revoked or expired, newest first
+         *     within each, at most 100 (every active one is among them). `url` is null here: the token is
+         *     stored only as a hash; `token_hint` (its first characters) tells the links apart. Only the
+         *     owner; someone else's conversation → 404, as an unknown one. Works with sharing switched off,
+         *     so links can still be revoked.
+         */
+        get: operations["listShareLinks"];
+        put?: never;
+        /**
+         * Share a conversation with a read-only link
+         * @description Creates a link that lets anyone holding it read the conversation without signing in: the page
+         *     `/share/{token}` and `getSharedConversation` / `listSharedEvents`. The token (256 random bits)
+         *     is in `url`, shown in this answer only: the server keeps only its SHA-256. What the link
+         *     hides (internal events, secret-looking keys, `encrypted_content`, the owner's identity) is
+         *     listed in docs/sharing.md.
+         *
+         *     `expires_at` (optional): when the link stops working, in the future and at most 366 days
+         *     away; omitted or null, the link works until it is revoked. `share_tags` (default false)
+         *     shows the conversation's tags to the link's readers.
+         *
+         *     Only the owner, with an access token. Someone else's conversation answers exactly as an
+         *     unknown one (404), so conversation ids cannot be probed. At most 20 active links per
+         *     conversation (409 beyond). With `SHARING_ENABLED=false` → 403. Each link created is in the
+         *     audit log (`share_link.created`).
+         */
+        post: operations["createShareLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{conversation_id}/share-links/{share_link_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id: components["parameters"]["ConversationIdPath"];
+                /**
+                 * @description The link's `id`.
+                 * @example 5d0c8f4e-2a7b-4b1e-9c3d-7e6f5a4b3c2d
+                 */
+                share_link_id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a share link
+         * @description The link stops working at once: the next read through it (API or page, on any server
+         *     instance) is a 404. Answers the link with `revoked_at` set; revoking it again answers the
+         *     same link unchanged. Only the owner; someone else's conversation, or a link of another
+         *     conversation → 404. Each revocation is in the audit log (`share_link.revoked`).
+         */
+        delete: operations["revokeShareLink"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shared/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The share link's token, as in its `url`. Any other text is an unknown link (404).
+                 * @example apsh_Vb3kQ9mZx2LrT8yWc4NdH6jPf1sGa7uEo5iK0qXeY3w
+                 */
+                token: components["parameters"]["ShareTokenPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a shared conversation (no credentials)
+         * @description The conversation behind a share link: title, status, times, cost, token usage and the number
+         *     of events stored; its tags only when the owner chose `share_tags`. Never the owner's
+         *     id or e-mail, nor the conversation's id. No credentials: the token is the capability. A
+         *     revoked, expired or unknown token, or sharing switched off (`SHARING_ENABLED=false`) → 404,
+         *     the same answer for each.
+         */
+        get: operations["getSharedConversation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shared/{token}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The share link's token, as in its `url`. Any other text is an unknown link (404).
+                 * @example apsh_Vb3kQ9mZx2LrT8yWc4NdH6jPf1sGa7uEo5iK0qXeY3w
+                 */
+                token: components["parameters"]["ShareTokenPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a shared conversation's events (no credentials)
+         * @description The events a share link shows, paged exactly as `listConversationEvents` (same order, cursor,
+         *     `after_seq`/`before_seq`, filters and 422s), by the same code and indexes. Hidden, whatever
+         *     the filters: `ConversationStateUpdateEvent`, `LLMCompletionLogEvent`, `TokenEvent`,
+         *     `SystemPromptEvent`, events of kinds the contract does not know; in every event shown,
+         *     secret-looking keys (as stripped from stored conversation infos) are removed at any depth and
+         *     every `encrypted_content` is null. A `kind` filter naming a hidden kind matches nothing. Why
+         *     each is hidden: docs/sharing.md. Revoked, expired, unknown, or sharing off → 404.
+         */
+        get: operations["listSharedEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/share/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The share link's token, as in its `url`. Any other text is an unknown link (404).
+                 * @example apsh_Vb3kQ9mZx2LrT8yWc4NdH6jPf1sGa7uEo5iK0qXeY3w
+                 */
+                token: components["parameters"]["ShareTokenPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The shared conversation's page (HTML)
+         * @description The conversation viewer, read-only, for anyone with the link: the console's event cards, no
+         *     sign-in, no way into the rest of the console. Built by `/console/share.js` from
+         *     `getSharedConversation` and `listSharedEvents`. Sent with `X-Robots-Tag: noindex` (and the
+         *     same in a `<meta name="robots">`), `Referrer-Policy: no-referrer` (the token is in the
+         *     address) and a strict Content-Security-Policy (scripts, styles and connections to this
+         *     origin only). A revoked, expired or unknown link, or sharing switched off → 404 with a page
+         *     saying so. Query parameters a link picks up on the way (`?utm_source=…`) are ignored.
+         */
+        get: operations["getSharePage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/share.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The shared page's script
+         * @description The read-only viewer's bundle (built from `console/src/share.ts` with the console's cards); loaded by `/share/{token}`. No credentials.
+         */
+        get: operations["getShareScript"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3701,6 +3897,86 @@ export interface components {
             /** @description The offset used. */
             offset: number;
         };
+        /** @description A new share link; every field optional. */
+        ShareLinkCreate: {
+            /**
+             * Format: date-time
+             * @description When the link stops working (future, at most 366 days away); null or omitted, it works until revoked.
+             */
+            expires_at?: string | null;
+            /**
+             * @description Show the conversation's tags to the link's readers.
+             * @default false
+             */
+            share_tags: boolean;
+        };
+        /** @description A read-only link to one conversation, as its owner sees it. */
+        ShareLink: {
+            /**
+             * Format: uuid
+             * @description The link's id (for `revokeShareLink`); not the token.
+             */
+            id: string;
+            /** @description The address to hand out (`{PUBLIC_BASE_URL}/share/{token}`); only in `createShareLink`'s answer, null elsewhere (the token is stored hashed). */
+            url: string | null;
+            /** @description The token's first characters, to tell links apart; not enough to use it. */
+            token_hint: string;
+            /** @description Whether the link's readers see the conversation's tags. */
+            share_tags: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it stops working; null for never (until revoked).
+             */
+            expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it was revoked; null while it is not.
+             */
+            revoked_at: string | null;
+        };
+        ShareLinkList: {
+            /** @description Active links first, then revoked or expired ones; newest first within each. */
+            items: components["schemas"]["ShareLink"][];
+        };
+        /** @description A conversation as a share link shows it; nothing names its owner. */
+        SharedConversation: {
+            /** @description As `getConversation` shows it. */
+            title: string | null;
+            /**
+             * @description As `getConversation` shows it.
+             * @enum {string|null}
+             */
+            execution_status: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck" | "deleting" | null;
+            /**
+             * @description Events stored in the conversation, as `getConversation` counts them: the hidden kinds
+             *     included (a number known without reading the events; counting only the shown ones would
+             *     read every index entry of a long conversation on each page load).
+             */
+            event_count: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: date-time */
+            last_event_at: string | null;
+            /** @description Model, accumulated cost and token usage, as `getConversation` shows them; null until the agent-server sends some. */
+            metrics: components["schemas"]["MetricsSnapshot"] | null;
+            /** @description As `getConversation` shows it. */
+            accumulated_cost_usd: number;
+            /** @description As `getConversation` shows it. */
+            accumulated_cost_micro_usd: number;
+            /** @description The conversation's tags when the owner shared them (`share_tags`), else null. */
+            tags: {
+                [key: string]: string;
+            } | null;
+            /**
+             * Format: date-time
+             * @description When this link stops working; null for never.
+             */
+            expires_at: string | null;
+        };
         /** @description One change, as the audit log recorded it. Never a secret. */
         AuditEntry: {
             /** @description Row id; increases with each row appended. */
@@ -3793,6 +4069,20 @@ export interface components {
             };
             content: {
                 "text/html": string;
+            };
+        };
+        /** @description The share link was revoked, has expired or never existed, or sharing is switched off (one answer for all). */
+        SharedNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "detail": "This share link does not exist, has expired or was revoked"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorBody"];
             };
         };
         /** @description The addressed resource does not exist. */
@@ -4004,6 +4294,11 @@ export interface components {
         RefusedLimit: number;
         /** @description Opaque cursor from `next_cursor` of the previous page of the same query; omit for the first page. */
         RefusedCursor: string;
+        /**
+         * @description The share link's token, as in its `url`. Any other text is an unknown link (404).
+         * @example apsh_Vb3kQ9mZx2LrT8yWc4NdH6jPf1sGa7uEo5iK0qXeY3w
+         */
+        ShareTokenPath: string;
         /**
          * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
          * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
@@ -4830,6 +5125,401 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    listShareLinks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The links. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "5d0c8f4e-2a7b-4b1e-9c3d-7e6f5a4b3c2d",
+                     *           "url": null,
+                     *           "token_hint": "apsh_Vb3k",
+                     *           "share_tags": false,
+                     *           "created_at": "2025-01-15T10:45:00.000Z",
+                     *           "expires_at": "2025-02-15T00:00:00.000Z",
+                     *           "revoked_at": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ShareLinkList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    createShareLink: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
+                 *     with the same request (operation, path and body bytes) within 24 hours answers the first
+                 *     response again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`,
+                 *     and creates nothing: a double-clicked "Buy credits" makes one checkout session. Keys are
+                 *     scoped to the credential's owner. The same key with another request → 422 naming this
+                 *     header (`type: idempotency_key_reused`); while the first request is still in flight → 409
+                 *     with `Retry-After`. Only a 2xx is kept: after an error the key is free again. Kept
+                 *     responses are stored encrypted, since they may hold a created key or secret.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ShareLinkCreate"];
+            };
+        };
+        responses: {
+            /** @description The link, with its `url` (shown this once). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5d0c8f4e-2a7b-4b1e-9c3d-7e6f5a4b3c2d",
+                     *       "url": "http://localhost:3000/share/apsh_Vb3kQ9mZx2LrT8yWc4NdH6jPf1sGa7uEo5iK0qXeY3w",
+                     *       "token_hint": "apsh_Vb3k",
+                     *       "share_tags": false,
+                     *       "created_at": "2025-01-15T10:45:00.000Z",
+                     *       "expires_at": "2025-02-15T00:00:00.000Z",
+                     *       "revoked_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ShareLink"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description Sharing is switched off on this server (`SHARING_ENABLED=false`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Sharing is switched off on this server (SHARING_ENABLED=false)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            /** @description The conversation already has 20 active links; revoke one first. Or a request with the same `Idempotency-Key` is still in flight (with `Retry-After`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "A conversation may have at most 20 active share links; revoke one first"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description A field is not valid, or `expires_at` is not in the future or more than 366 days away. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "body",
+                     *             "expires_at"
+                     *           ],
+                     *           "msg": "expires_at must be in the future",
+                     *           "type": "value_error",
+                     *           "input": "2020-01-01T00:00:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    revokeShareLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id: components["parameters"]["ConversationIdPath"];
+                /**
+                 * @description The link's `id`.
+                 * @example 5d0c8f4e-2a7b-4b1e-9c3d-7e6f5a4b3c2d
+                 */
+                share_link_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked link. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5d0c8f4e-2a7b-4b1e-9c3d-7e6f5a4b3c2d",
+                     *       "url": null,
+                     *       "token_hint": "apsh_Vb3k",
+                     *       "share_tags": false,
+                     *       "created_at": "2025-01-15T10:45:00.000Z",
+                     *       "expires_at": null,
+                     *       "revoked_at": "2025-01-16T08:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ShareLink"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    getSharedConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The share link's token, as in its `url`. Any other text is an unknown link (404).
+                 * @example apsh_Vb3kQ9mZx2LrT8yWc4NdH6jPf1sGa7uEo5iK0qXeY3w
+                 */
+                token: components["parameters"]["ShareTokenPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The shared conversation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "title": "Fix the failing test",
+                     *       "execution_status": "finished",
+                     *       "event_count": 12,
+                     *       "created_at": "2025-01-15T10:30:00.200Z",
+                     *       "updated_at": "2025-01-15T10:41:12.900Z",
+                     *       "last_event_at": "2025-01-15T10:41:12.900Z",
+                     *       "metrics": null,
+                     *       "accumulated_cost_usd": 0.0123,
+                     *       "accumulated_cost_micro_usd": 12300,
+                     *       "tags": null,
+                     *       "expires_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SharedConversation"];
+                };
+            };
+            404: components["responses"]["SharedNotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    listSharedEvents: {
+        parameters: {
+            query?: {
+                /** @description `asc` (oldest first, the default) or `desc` (newest first). */
+                order?: "asc" | "desc";
+                /** @description Only events with a sequence number greater than this (0 = from the start). */
+                after_seq?: components["parameters"]["AfterSeq"];
+                /** @description Only events with a sequence number less than this; must be greater than `after_seq` (else 422). */
+                before_seq?: components["parameters"]["BeforeSeq"];
+                /** @description Only events of this kind; repeat for any of several (`kind=ActionEvent&kind=ObservationEvent`). */
+                kind?: components["parameters"]["EventKindFilter"];
+                /** @description Only events from this source; repeat for any of several. */
+                source?: components["parameters"]["EventSourceFilter"];
+                /**
+                 * @description Only events whose time (own ISO 8601 `timestamp`, else received time) is at or after this
+                 *     ISO 8601 date or date-time (without an offset: UTC), e.g. `2025-01-15T10:30:00Z` or `2025-01-15`.
+                 * @example 2025-01-15T10:30:00Z
+                 */
+                since?: components["parameters"]["EventSince"];
+                /**
+                 * @description Only events whose time is at or before this ISO 8601 date or date-time; not before `since` (else 422).
+                 * @example 2025-01-15T11:00:00Z
+                 */
+                until?: components["parameters"]["EventUntil"];
+                /** @description Maximum number of events in the page. */
+                limit?: number;
+                /** @description `next_cursor` of the previous page of the same query; omit for the first page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The share link's token, as in its `url`. Any other text is an unknown link (404).
+                 * @example apsh_Vb3kQ9mZx2LrT8yWc4NdH6jPf1sGa7uEo5iK0qXeY3w
+                 */
+                token: components["parameters"]["ShareTokenPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the events the link shows. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "seq": 2,
+                     *           "received_at": "2025-01-15T10:30:03.100Z",
+                     *           "event": {
+                     *             "kind": "PauseEvent",
+                     *             "id": "01JD2Q72A1B2C3D4E5F6G7H8J9",
+                     *             "timestamp": "2025-01-15T10:30:03.000000",
+                     *             "source": "user",
+                     *             "parent_id": null
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next_after_seq": null,
+                     *       "next_before_seq": null,
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            404: components["responses"]["SharedNotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    getSharePage: {
+        parameters: {
+            query?: {
+                /** @description Any query parameter (`utm_source`, `ref`, …) is accepted and ignored, so shared links keep working. */
+                tracking?: {
+                    [key: string]: unknown;
+                };
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The share link's token, as in its `url`. Any other text is an unknown link (404).
+                 * @example apsh_Vb3kQ9mZx2LrT8yWc4NdH6jPf1sGa7uEo5iK0qXeY3w
+                 */
+                token: components["parameters"]["ShareTokenPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    /** @description `noindex` */
+                    "X-Robots-Tag"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The link was revoked, has expired, never existed, or sharing is switched off; a page saying so. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    getShareScript: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `ETag` of the copy the client holds; when it is current the answer is 304 without a body.
+                 * @example "3q2-7wEJqM8Hh0mQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The script. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            304: components["responses"]["NotModified"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
         };

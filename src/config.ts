@@ -129,6 +129,8 @@ export interface Config {
   // Rate limits (src/rate-limits/, docs/operations.md "Rate limits, idempotency and caching")
   /** Token buckets per credential (per client IP without one), by the class each operation declares (`x-rate-limit-class`). */
   readonly rateLimits: RateLimitConfig;
+  /** `SHARING_ENABLED=false`: no new share links, and every shared read answers 404 (docs/sharing.md). */
+  readonly sharingEnabled: boolean;
 }
 
 /** The classes of `x-rate-limit-class` in the spec: every operation declares one. */
@@ -356,6 +358,8 @@ export function loadConfig(env: Env = process.env): Config {
 
     outboundWebhooks: loadOutboundWebhookConfig(env),
     rateLimits: loadRateLimitConfig(env),
+
+    sharingEnabled: env.SHARING_ENABLED?.trim() ? flag(env, 'SHARING_ENABLED') : true,
   });
 }
 

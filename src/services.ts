@@ -17,6 +17,7 @@ import { IngestPressure } from './outbound/ingest-pressure.ts';
 import { PgBossOutboundQueue } from './outbound/outbound-queue.ts';
 import { outboundQueueDepth } from './outbound/queries.ts';
 import { WebhookEndpointService } from './outbound/webhook-endpoint-service.ts';
+import { ShareService } from './sharing/share-service.ts';
 import { SpendService } from './spend/spend-service.ts';
 import type { ChargeOutcome } from './spend/spend-ledger.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
@@ -53,6 +54,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     conversations,
     ingestPressure,
     refusals: new RefusalService(orm.em),
+    shares: new ShareService(orm.em, conversations, { enabled: config.sharingEnabled, publicBaseUrl: config.billing.publicBaseUrl }),
     identity: new IdentityService(orm.em),
     conversationInfos: new ConversationInfoService(orm.em, logger, (outcome) => observeSpend(outcome, metrics, logger)),
     spend: new SpendService(orm.em),

@@ -11,6 +11,7 @@ import { liveHandlers } from './handlers/live.ts';
 import { operationsHandlers } from './handlers/operations.ts';
 import { outboundWebhookHandlers } from './handlers/outbound-webhooks.ts';
 import { refusedDeliveryHandlers } from './handlers/refused-deliveries.ts';
+import { sharingHandlers } from './handlers/sharing.ts';
 import { superAdminHandlers } from './handlers/super-admins.ts';
 import { userHandlers } from './handlers/users.ts';
 import { verifiedModelHandlers } from './handlers/verified-models.ts';
@@ -39,5 +40,6 @@ export function operationHandlers(services: Services, replay: WebhookReplayer): 
     ...consoleHandlers(),
     ...outboundWebhookHandlers(services.webhookEndpoints),
     ...refusedDeliveryHandlers(services.refusals, replay),
+    ...sharingHandlers(services.shares),
   };
 }

@@ -13,13 +13,17 @@ export const CONSOLE_SOURCE_DIR = path.join(PACKAGE_ROOT, 'console', 'src');
 export const CONSOLE_DIST_DIR = path.join(PACKAGE_ROOT, 'console', 'dist');
 const SCRIPT = path.join(CONSOLE_DIST_DIR, 'console.js');
 const STYLES = path.join(CONSOLE_DIST_DIR, 'console.css');
+/** The shared page's viewer (`/share/{token}`): the same cards, none of the console's other pages. */
+const SHARE_SCRIPT = path.join(CONSOLE_DIST_DIR, 'share.js');
 
 export interface ConsoleAssets {
   readonly script: Buffer;
   readonly styles: Buffer;
+  readonly shareScript: Buffer;
   /** Content hashes: the page links `console.js?v=<scriptHash>`, so a new build is a new address. */
   readonly scriptHash: string;
   readonly stylesHash: string;
+  readonly shareScriptHash: string;
 }
 
 /** Builds the bundle into `console/dist/` (minified); returns how long it took in milliseconds. */
@@ -28,9 +32,12 @@ export async function buildConsole(): Promise<number> {
   // Loaded only when building: a server with a built bundle never loads esbuild.
   const { build } = await import('esbuild');
   await build({
-    entryPoints: [path.join(CONSOLE_SOURCE_DIR, 'main.ts'), path.join(CONSOLE_SOURCE_DIR, 'console.css')],
+    entryPoints: [
+      { in: path.join(CONSOLE_SOURCE_DIR, 'main.ts'), out: 'console' },
+      { in: path.join(CONSOLE_SOURCE_DIR, 'console.css'), out: 'console' },
+      { in: path.join(CONSOLE_SOURCE_DIR, 'share.ts'), out: 'share' },
+    ],
     outdir: CONSOLE_DIST_DIR,
-    entryNames: 'console',
     bundle: true,
     minify: true,
     format: 'esm',
@@ -48,17 +55,25 @@ let assets: Promise<ConsoleAssets> | undefined;
 /** The built files, read once (built first when missing). */
 export function consoleAssets(): Promise<ConsoleAssets> {
   assets ??= (async () => {
-    if (!fs.existsSync(SCRIPT) || !fs.existsSync(STYLES)) await buildConsole();
+    if (!consoleIsBuilt()) await buildConsole();
     const script = fs.readFileSync(SCRIPT);
     const styles = fs.readFileSync(STYLES);
-    return { script, styles, scriptHash: contentHashOf(script), stylesHash: contentHashOf(styles) };
+    const shareScript = fs.readFileSync(SHARE_SCRIPT);
+    return {
+      script,
+      styles,
+      shareScript,
+      scriptHash: contentHashOf(script),
+      stylesHash: contentHashOf(styles),
+      shareScriptHash: contentHashOf(shareScript),
+    };
   })();
   // A failed build is not kept: the next request tries again.
   assets.catch(() => (assets = undefined));
   return assets;
 }
 
-/** True when `console/dist/` holds both files. */
+/** True when `console/dist/` holds every file. */
 export function consoleIsBuilt(): boolean {
-  return fs.existsSync(SCRIPT) && fs.existsSync(STYLES);
+  return fs.existsSync(SCRIPT) && fs.existsSync(STYLES) && fs.existsSync(SHARE_SCRIPT);
 }

@@ -36,6 +36,14 @@ type Unrecognized = components['schemas']['Unrecognized'];
 type ConversationView = components['schemas']['Conversation'];
 type ConversationPage = components['schemas']['ConversationPage'];
 
+/** One page of `listEvents` (and `listVisibleEvents`): filters as given, order, size, and the cursor of the page before. */
+export interface EventPageRequest {
+  filter: EventFilterInput;
+  order: EventOrder;
+  limit: number;
+  cursor?: string;
+}
+
 /** A webhook batch ready to store: parallel arrays, one element per event (deltas aside). */
 interface IncomingBatch {
   conversationId: string;
@@ -277,30 +285,58 @@ export class ConversationService {
    * A page of stored events, as the JSON bytes of an `EventPage`: each event goes out as the text
    * that was stored, so it reads back exactly as it was sent.
    */
-  async listEvents(
-    principal: Principal,
-    conversationId: string,
-    page: { filter: EventFilterInput; order: EventOrder; limit: number; cursor?: string },
-  ): Promise<Buffer> {
+  async listEvents(principal: Principal, conversationId: string, page: EventPageRequest): Promise<Buffer> {
     const filter = eventFilterOf(page.filter);
     // The cursor's position narrows the query's own bound on the side it continues from.
     const position = page.cursor === undefined ? undefined : eventCursorPosition(page.cursor, filter, page.order);
     const conversation = await this.findOwned(principal, conversationId);
+    return this.eventPageOf(conversation.id, filter, position, page);
+  }
+
+  /**
+   * `listEvents` for a reader who may see only some kinds (a share link): the same paging over the
+   * `visibleKinds` among those asked for, every payload through `redact`. The caller has found the conversation.
+   */
+  async listVisibleEvents(
+    conversationId: string,
+    page: EventPageRequest,
+    visible: { kinds: ReadonlySet<string>; redact: (payload: string) => string },
+  ): Promise<Buffer> {
+    const asked = eventFilterOf(page.filter);
+    const kinds = (asked.kinds.length === 0 ? [...visible.kinds].sort() : asked.kinds).filter((kind) => visible.kinds.has(kind));
+    const filter: EventFilter = { ...asked, kinds };
+    const position = page.cursor === undefined ? undefined : eventCursorPosition(page.cursor, filter, page.order);
+    // Only hidden kinds asked for: an empty filter would mean every kind.
+    if (kinds.length === 0) return eventPageBody([], { afterSeq: null, beforeSeq: null, cursor: null });
+    return this.eventPageOf(conversationId, filter, position, page, visible.redact);
+  }
+
+  private async eventPageOf(
+    conversationId: string,
+    filter: EventFilter,
+    position: number | undefined,
+    page: EventPageRequest,
+    payloadOf?: (payload: string) => string,
+  ): Promise<Buffer> {
     const bounded: EventFilter =
       position === undefined
         ? filter
         : page.order === 'asc'
           ? { ...filter, afterSeq: Math.max(filter.afterSeq, position) }
           : { ...filter, beforeSeq: Math.min(filter.beforeSeq ?? position, position) };
-    const rows = await queries.eventPage(this.em, conversation.id, bounded, page.order, page.limit + 1);
+    const rows = await queries.eventPage(this.em, conversationId, bounded, page.order, page.limit + 1);
     const more = rows.length > page.limit;
     const items = rows.slice(0, page.limit);
     const last = items[items.length - 1]?.seq;
-    return eventPageBody(items, {
-      afterSeq: more && page.order === 'asc' ? last! : null,
-      beforeSeq: more && page.order === 'desc' ? last! : null,
-      cursor: more ? eventCursor(filter, page.order, last!) : null,
-    });
+    return eventPageBody(
+      items,
+      {
+        afterSeq: more && page.order === 'asc' ? last! : null,
+        beforeSeq: more && page.order === 'desc' ? last! : null,
+        cursor: more ? eventCursor(filter, page.order, last!) : null,
+      },
+      payloadOf,
+    );
   }
 
   /** How many events `listEvents` yields with these filters, over all its pages. */

@@ -106,13 +106,14 @@ export function toStoredEventJson(row: StoredEventRow, options: { keepEncryptedC
 export function eventPageBody(
   rows: StoredEventRow[],
   next: { afterSeq: number | null; beforeSeq: number | null; cursor: string | null },
+  payloadOf: (payload: string) => string = withoutEncryptedContent,
 ): Buffer {
   const heads: string[] = [];
   const events: string[] = [];
   let size = 0;
   for (const [i, row] of rows.entries()) {
     const head = `${i === 0 ? '' : ','}${storedEventHead(row.seq, row.received_at, row.unrecognized)}`;
-    const event = withoutEncryptedContent(row.payload);
+    const event = payloadOf(row.payload);
     heads.push(head);
     events.push(event);
     size += head.length + Buffer.byteLength(event) + 1;

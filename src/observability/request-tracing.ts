@@ -10,11 +10,21 @@ export type TracedContext = ParameterizedContext<{ operationId?: string; userId?
 /** A caller's own X-Request-Id is kept (and logged) only if it looks like an id. */
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
 
+/** A share-link token in a path is a capability: the access log keeps its first characters (the owner's `token_hint`). */
+const SHARE_TOKEN = /(apsh_[A-Za-z0-9_-]{4})[A-Za-z0-9_-]*/g;
+/** The operations whose path holds a share-link token; unmatched paths are masked too (a mistyped link). */
+const SHARE_TOKEN_OPERATIONS: ReadonlySet<string | undefined> = new Set([undefined, UNMATCHED_OPERATION, 'getSharePage', 'getSharedConversation', 'listSharedEvents']);
+
+/** `path` as the access log writes it: a share-link token cut to its hint (looked for only where one can be: not on the webhook's path). */
+function loggedPath(path: string, operationId: string | undefined): string {
+  return SHARE_TOKEN_OPERATIONS.has(operationId) ? path.replace(SHARE_TOKEN, '$1…') : path;
+}
+
 /**
  * Serves one request under its request id: `X-Request-Id` on the response (the caller's own when
  * it looks like an id, else a new UUID), the id on every log line written meanwhile, then one access
  * log line and the request's metrics. The access line names the caller by user id only; credentials
- * never reach it.
+ * never reach it, nor share-link tokens (they are in paths).
  */
 export async function traceRequest(
   ctx: TracedContext,
@@ -43,7 +53,7 @@ export async function traceRequest(
     deps.logger.info(
       {
         method: ctx.method,
-        path: ctx.path,
+        path: loggedPath(ctx.path, ctx.state.operationId),
         operationId: ctx.state.operationId,
         status,
         ms: Math.round(seconds * 1e4) / 10,

@@ -424,7 +424,10 @@ describe('hostile input: every operation, nothing gives a 5xx', function () {
     });
   }
 
+  // A page that declares a free-form query parameter (`/share/{token}`) takes any, as links pick up ?utm_source.
+  const takesAnyQuery = (op: SpecOperation) => op.parameters.some((p) => p.in === 'query' && p.schema?.type === 'object' && p.schema.additionalProperties === true);
   for (const op of operations) {
+    if (takesAnyQuery(op)) continue;
     it(`${op.operationId}: an unknown query parameter → 422 (a status the spec documents)`, async function () {
       await skipIfNotImplemented(this, op);
       const reply = await send(op, { query: 'no_such_parameter=1', body: op.hasBody ? json(exampleBody(op)) : undefined });

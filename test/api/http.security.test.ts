@@ -54,6 +54,10 @@ const PUBLIC_OPERATIONS: Record<string, { protectedBy: string; refused: number[]
   getCheckoutPage: { protectedBy: 'the unguessable checkout session id in the URL', refused: [404] },
   confirmCheckout: { protectedBy: 'the unguessable checkout session id in the URL', refused: [404, 409] },
   cancelCheckout: { protectedBy: 'the unguessable checkout session id in the URL', refused: [404, 409] },
+  getSharedConversation: { protectedBy: 'the unguessable share-link token in the URL (256 bits, stored hashed)', refused: [404] },
+  listSharedEvents: { protectedBy: 'the unguessable share-link token in the URL (256 bits, stored hashed)', refused: [404] },
+  getSharePage: { protectedBy: 'the unguessable share-link token in the URL (the page holds no data)', refused: [404] },
+  getShareScript: { protectedBy: 'nothing to protect (the shared viewer\'s public script)', refused: [] },
 };
 const publicOperations = operations.filter((op) => schemesOf(op).length === 0);
 

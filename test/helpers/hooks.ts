@@ -46,6 +46,7 @@ export async function recreateSchema(db: Database): Promise<void> {
 export const TABLES = [
   'idempotency_records',
   'rate_limit_instances',
+  'share_links',
   'refused_deliveries',
   'delivery_refusal_notices',
   'spend_entries',

@@ -4,7 +4,7 @@
  * for secrets. The run fails if any log line holds
  * - a value passed to `rememberSecret` (fixture tokens, webhook secrets, `encrypted_content`, …),
  * - anything shaped like one of our credentials (`apat_…`, `apsk_…`, stream tickets `apst_…`, with 43
- *   base64url characters),
+ *   base64url characters; share-link tokens `apsh_…`),
  * - an `encrypted_content` with a value other than `[redacted]` or null.
  * Test output of the CLI (which prints the token it issued, by design) is not a log and not scanned.
  */
@@ -25,7 +25,7 @@ export function captureLog(source: string, text: string): void {
   captured.push({ source, text });
 }
 
-const CREDENTIAL_SHAPE = /\bap(?:at|sk|st)_[A-Za-z0-9_-]{43}\b/;
+const CREDENTIAL_SHAPE = /\bap(?:at|sk|st|sh)_[A-Za-z0-9_-]{43}\b/;
 const ENCRYPTED_CONTENT_VALUE = /encrypted_content\\?":\s*\\?"(?!\[redacted\])/;
 
 export interface SecretFinding {

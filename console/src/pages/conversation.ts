@@ -5,6 +5,7 @@ import { duration } from '../viewer/cards/common.ts';
 import { follow } from '../viewer/live.ts';
 import { Outline } from '../viewer/outline.ts';
 import { renderRow } from '../viewer/render.ts';
+import { sharePanel } from '../viewer/share-panel.ts';
 import { ConversationRows, type GapRow, type PendingRow, type Row, type StoredEvent } from '../viewer/rows.ts';
 import { VirtualList } from '../viewer/virtual-list.ts';
 
@@ -48,7 +49,7 @@ export const conversationPage: Page = (main, route) => {
     replace(
       header,
       h('p', { class: 'crumbs' }, h('a', { href: '#/conversations' }, '← Conversations')),
-      h('div', { class: 'title-line' }, h('h1', { id: 'conversation-title' }, title), status, connection, h('div', { class: 'head-actions' }, renameButton(conversation), exportButton())),
+      h('div', { class: 'title-line' }, h('h1', { id: 'conversation-title' }, title), status, connection, h('div', { class: 'head-actions' }, renameButton(conversation), shareButton(), exportButton())),
       h(
         'dl',
         { class: 'facts' },
@@ -94,6 +95,18 @@ export const conversationPage: Page = (main, route) => {
       });
       header.querySelector('.title-line')!.replaceWith(form);
       input.focus();
+    });
+    return button;
+  }
+
+  /** Share: opens (or closes) the owner's share links under the header. */
+  function shareButton(): HTMLElement {
+    const button = h('button', { type: 'button', class: 'btn small', id: 'share', 'aria-expanded': 'false', 'aria-controls': 'share-panel' }, 'Share');
+    button.addEventListener('click', () => {
+      const open = main.querySelector('#share-panel');
+      if (open) open.remove();
+      else header.after(sharePanel(id));
+      button.setAttribute('aria-expanded', String(!open));
     });
     return button;
   }

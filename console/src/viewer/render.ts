@@ -63,7 +63,7 @@ function meta(stored: StoredEvent, rows: ConversationRows, link = true): HTMLEle
     Number.isFinite(at.ms) ? h('time', { datetime: at.iso, title, 'data-source': at.source }, clock.format(at.ms)) : '–',
     ' · ',
     // Inside a <summary> (itself interactive) the number is plain text.
-    link ? h('a', { class: 'permalink', href: `#/conversations/${encodeURIComponent(rows.conversationId)}/events/${stored.seq}`, title: 'Link to this event' }, `#${stored.seq}`) : `#${stored.seq}`,
+    link ? h('a', { class: 'permalink', href: rows.eventHref(stored.seq), title: 'Link to this event' }, `#${stored.seq}`) : `#${stored.seq}`,
   );
 }
 

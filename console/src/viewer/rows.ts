@@ -73,7 +73,11 @@ export class ConversationRows {
   firstSeq = Infinity;
   lastSeq = 0;
 
-  constructor(readonly conversationId: string) {}
+  /** `eventHref`: where an event's permalink leads (the shared page links within itself). */
+  constructor(
+    readonly conversationId: string,
+    readonly eventHref: (seq: number) => string = (seq) => `#/conversations/${encodeURIComponent(conversationId)}/events/${seq}`,
+  ) {}
 
   /**
    * Turns stored events (in sequence order) into new rows; `updated` gets the keys of existing rows
