@@ -46,6 +46,7 @@ export async function recreateSchema(db: Database): Promise<void> {
 export const TABLES = [
   'refused_deliveries',
   'delivery_refusal_notices',
+  'usage_daily',
   'spend_entries',
   'spend_totals',
   'spend_usages',
