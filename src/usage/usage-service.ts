@@ -54,8 +54,7 @@ export class UsageService {
   /** The caller's usage in a range of UTC days, grouped, with the totals of the range. */
   async report(userId: string, query: UsageQuery): Promise<UsageReport> {
     const range = { ownerId: userId, ...usageRange(query) };
-    const totals = await queries.usageTotals(this.em, query.groupBy, range);
-    const rows = totals.groups === 0 ? [] : await queries.usageGroups(this.em, query.groupBy, range, query.groupBy === 'day' ? MAX_DAYS : query.limit);
+    const { rows, totals } = await queries.usageReport(this.em, query.groupBy, range, query.groupBy === 'day' ? MAX_DAYS : query.limit);
     const labels = await this.labels(query.groupBy, rows.map((row) => row.key));
     return toUsageReport({ groupBy: query.groupBy, since: range.since, until: range.until, limit: query.limit }, totals, rows, labels);
   }

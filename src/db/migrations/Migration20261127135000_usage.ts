@@ -33,7 +33,7 @@ export class Migration20261127135000_usage extends Migration {
         tokens_in bigint not null check (tokens_in >= 0),
         tokens_out bigint not null check (tokens_out >= 0),
         llm_calls bigint not null check (llm_calls >= 0),
-        primary key (owner_id, day, conversation_id, model_name)
+        primary key (owner_id, day, conversation_id, model_name) include (cost_micro_usd, tokens_in, tokens_out, llm_calls)
       );
 
       insert into usage_daily (owner_id, day, conversation_id, model_name, cost_micro_usd, tokens_in, tokens_out, llm_calls)
