@@ -132,6 +132,10 @@ describe('GET /api/billing/usage', () => {
       [MINI, null, 333_333 + 143, 70_000 + 900, 9000 + 80, 2, 13],
       [CLAUDE, null, 52_346, 5000 + 800, 700 + 20, 2, 4],
     ]);
+    // A limit cuts the rows, never the totals.
+    const topModel = await usage('group_by=model&limit=1');
+    expect(topModel.rows.map((row: Info) => row.key)).to.deep.equal([MINI]);
+    expect(topModel).to.deep.include({ totals: byModel.totals, group_count: 2, limit: 1 });
     const byConversation = await usage('group_by=conversation');
     expect(byConversation.rows.map((row: Info) => [row.key, row.label, row.cost_micro_usd, row.conversations])).to.deep.equal([
       [b, 'Tiny question', 333_333, 1],
