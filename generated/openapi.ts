@@ -1177,6 +1177,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/billing/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where the caller's money and tokens went, per day, model, member or conversation
+         * @description What the caller's agents used in the UTC days `[since, until)`, from the agent-server's
+         *     conversation infos (`receiveConversationInfo`): for each LLM usage of `stats.usage_to_metrics`,
+         *     the increase of its cost (the spend ledger's charges, the same as `getSpend`), of its prompt
+         *     tokens (`tokens_in`, `accumulated_token_usage.prompt_tokens`: cache reads included, as the
+         *     providers count them), of its completion tokens (`tokens_out`, reasoning included) and of its
+         *     LLM calls (`llm_calls`, one per `token_usages` entry), each counted once on the UTC day it
+         *     was received. Per group, `conversations` is the number of conversations with any usage in it.
+         *
+         *     - `day`: one row per UTC day with usage (`key` `YYYY-MM-DD`, `label` e.g. `Fri, 27 Nov 2026`),
+         *       oldest first; days without usage are left out.
+         *     - `model`: per model, as the agent-server names it (`label` null).
+         *     - `member`: per member who used it (`key` the user id, `label` the e-mail). Today a user sees
+         *       only themself; once organizations exist it is per member of the organization.
+         *     - `conversation`: per conversation (`key` its id, `label` its title, null until it has one).
+         *
+         *     Groups other than days are ordered by cost, largest first (then tokens, then key), and at
+         *     most `limit` are returned; `group_count` says how many there are. `totals` cover the whole
+         *     range (all groups): `totals.cost_micro_usd` equals `total_micro_usd` of `getSpend` over the
+         *     same range (`since`/`until` at midnight UTC), and over every day, `spent_micro_usd` of
+         *     `getCredits`. Money is given as in `getCredits` (`…_micro_usd` exact integers, `…_usd` the
+         *     same in dollars).
+         *
+         *     Without `since` and `until`: the last 30 days, today (UTC) included. At most 366 days from
+         *     `since` to `until` (→ 422 naming the parameter); `since` not before `until` → 422.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/billing/stripe/webhook": {
         parameters: {
             query?: never;
@@ -3555,6 +3598,65 @@ export interface components {
             offset: number;
             /** @description The `offset` of the next page; null on the last page. */
             next_offset: number | null;
+        };
+        /** @description Cost, tokens, conversations and LLM calls of a group of usage, or of the whole range. */
+        UsageAmounts: {
+            /** @description What was charged, in US dollars. */
+            cost_usd: number;
+            /** @description `cost_usd` in micro-dollars (exact). */
+            cost_micro_usd: number;
+            /** @description Prompt tokens (cache reads included). */
+            tokens_in: number;
+            /** @description Completion tokens (reasoning included). */
+            tokens_out: number;
+            /** @description Conversations with any usage in the group. */
+            conversations: number;
+            /** @description LLM calls. */
+            llm_calls: number;
+        };
+        /** @description One group of a `UsageReport`, with the amounts of `UsageAmounts`. */
+        UsageRow: {
+            /** @description The day (`YYYY-MM-DD`), model name, user id or conversation id. */
+            key: string;
+            /** @description A name for people, where there is one (the day written out, the member's e-mail, the conversation's title). */
+            label: string | null;
+            /** @description What was charged, in US dollars. */
+            cost_usd: number;
+            /** @description `cost_usd` in micro-dollars (exact). */
+            cost_micro_usd: number;
+            /** @description Prompt tokens (cache reads included). */
+            tokens_in: number;
+            /** @description Completion tokens (reasoning included). */
+            tokens_out: number;
+            /** @description Conversations with any usage in the group. */
+            conversations: number;
+            /** @description LLM calls. */
+            llm_calls: number;
+        };
+        /** @description The caller's usage in a range of UTC days, grouped, with its totals. */
+        UsageReport: {
+            /**
+             * @description The grouping used.
+             * @enum {string}
+             */
+            group_by: "day" | "model" | "member" | "conversation";
+            /**
+             * Format: date
+             * @description First UTC day of the range.
+             */
+            since: string;
+            /**
+             * Format: date
+             * @description First UTC day after the range (exclusive).
+             */
+            until: string;
+            /** @description The groups, days oldest first, the others largest cost first (at most `limit` of them). */
+            rows: components["schemas"]["UsageRow"][];
+            totals: components["schemas"]["UsageAmounts"];
+            /** @description How many groups the range has (`rows` holds at most `limit` of them, except days). */
+            group_count: number;
+            /** @description The limit used. */
+            limit: number;
         };
         /** @description A user holding every permission. */
         SuperAdmin: {
@@ -6854,6 +6956,84 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["SpendReport"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description How to group the usage. */
+                group_by?: "day" | "model" | "member" | "conversation";
+                /**
+                 * @description First UTC day included (default: 29 days before `until`'s last day, so 30 days).
+                 * @example 2026-11-01
+                 */
+                since?: string;
+                /**
+                 * @description First UTC day after the range (exclusive; default: tomorrow, so today is included).
+                 * @example 2026-12-01
+                 */
+                until?: string;
+                /** @description Most groups returned for `model`, `member` and `conversation` (the largest); days are all returned. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's usage in the range, grouped, with its totals. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "group_by": "model",
+                     *       "since": "2026-10-29",
+                     *       "until": "2026-11-28",
+                     *       "rows": [
+                     *         {
+                     *           "key": "anthropic/claude-sonnet-4-5",
+                     *           "label": null,
+                     *           "cost_usd": 0.05,
+                     *           "cost_micro_usd": 50000,
+                     *           "tokens_in": 41200,
+                     *           "tokens_out": 3300,
+                     *           "conversations": 2,
+                     *           "llm_calls": 14
+                     *         },
+                     *         {
+                     *           "key": "openai/gpt-4o-mini",
+                     *           "label": null,
+                     *           "cost_usd": 0.0023,
+                     *           "cost_micro_usd": 2300,
+                     *           "tokens_in": 9100,
+                     *           "tokens_out": 700,
+                     *           "conversations": 1,
+                     *           "llm_calls": 3
+                     *         }
+                     *       ],
+                     *       "totals": {
+                     *         "cost_usd": 0.0523,
+                     *         "cost_micro_usd": 52300,
+                     *         "tokens_in": 50300,
+                     *         "tokens_out": 4000,
+                     *         "conversations": 2,
+                     *         "llm_calls": 17
+                     *       },
+                     *       "group_count": 2,
+                     *       "limit": 20
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UsageReport"];
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -19,6 +19,7 @@ import { outboundQueueDepth } from './outbound/queries.ts';
 import { WebhookEndpointService } from './outbound/webhook-endpoint-service.ts';
 import { ShareService } from './sharing/share-service.ts';
 import { SpendService } from './spend/spend-service.ts';
+import { UsageService } from './usage/usage-service.ts';
 import type { ChargeOutcome } from './spend/spend-ledger.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
 import { createWorkspaceService, secretBoxFor } from './workspaces/setup.ts';
@@ -58,6 +59,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     identity: new IdentityService(orm.em),
     conversationInfos: new ConversationInfoService(orm.em, logger, (outcome) => observeSpend(outcome, metrics, logger)),
     spend: new SpendService(orm.em),
+    usage: new UsageService(orm.em),
     verifiedModels: new VerifiedModelService(orm.em),
     audit: new AuditLogService(orm.em),
     workspaces: createWorkspaceService(config, orm.em, secretBox),

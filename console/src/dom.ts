@@ -21,6 +21,16 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs | 
   return element;
 }
 
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/** Creates an SVG element (charts); attributes and children as `h()` takes them, text only as text nodes. */
+export function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number | null | undefined> | null = null, ...children: Child[]): SVGElementTagNameMap[K] {
+  const element = document.createElementNS(SVG_NS, tag);
+  for (const [name, value] of Object.entries(attrs ?? {})) if (value !== null && value !== undefined) element.setAttribute(name, String(value));
+  append(element, children);
+  return element;
+}
+
 /** Appends children (strings as text nodes; arrays flattened; empty values skipped). */
 export function append(parent: Node, children: Child[]): void {
   for (const child of children) {

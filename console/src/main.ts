@@ -6,6 +6,7 @@ import { signInPage } from './pages/sign-in.ts';
 import { conversationsPage } from './pages/conversations.ts';
 import { conversationPage } from './pages/conversation.ts';
 import { accountPage } from './pages/account.ts';
+import { usagePage } from './pages/usage.ts';
 import { adminPage } from './pages/admin.ts';
 
 /** What a page returns: called when the user leaves it (closes streams, timers). */
@@ -16,6 +17,7 @@ export type Page = (main: HTMLElement, route: Route) => Cleanup;
 const PAGES: Record<Route['page'], Page> = {
   conversations: conversationsPage,
   conversation: conversationPage,
+  usage: usagePage,
   account: accountPage,
   admin: adminPage,
   'not-found': (main) => replace(main, h('h1', null, 'Page not found'), h('p', null, h('a', { href: '#/conversations' }, 'Back to your conversations'))),
@@ -59,6 +61,7 @@ function render(): void {
     'nav',
     { 'aria-label': 'Main' },
     navLink('#/conversations', 'Conversations', route.page === 'conversations' || route.page === 'conversation'),
+    navLink('#/usage', 'Usage', route.page === 'usage'),
     navLink('#/account', 'Account', route.page === 'account'),
     adminLink,
   );

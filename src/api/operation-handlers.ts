@@ -34,7 +34,7 @@ export function operationHandlers(services: Services, replay: WebhookReplayer): 
     ...userHandlers(services.identity),
     ...auditHandlers(services.audit),
     ...workspaceHandlers(services.workspaces),
-    ...billingHandlers(services.billing, services.spend),
+    ...billingHandlers(services.billing, services.spend, services.usage),
     ...operationsHandlers(metrics),
     ...liveHandlers(services.conversations, services.liveStreams, services.streamTickets),
     ...consoleHandlers(),

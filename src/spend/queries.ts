@@ -8,6 +8,9 @@ import type { SpendGroupRow } from './mapper.ts';
 export interface UsageRow {
   usage_id: string;
   counted_micro_usd: string;
+  counted_tokens_in: string;
+  counted_tokens_out: string;
+  counted_llm_calls: string;
   /** The `updated_at` of the newest info that reported the usage, in epoch milliseconds. */
   reported_ms: number | null;
 }
@@ -16,28 +19,87 @@ export interface UsageRow {
 export function lockedUsages(trx: SqlRunner, conversationId: string): Promise<UsageRow[]> {
   return sqlRows<UsageRow>(
     trx,
-    `select usage_id, counted_micro_usd::text as counted_micro_usd,
+    `select usage_id, counted_micro_usd::text as counted_micro_usd, counted_tokens_in::text as counted_tokens_in,
+       counted_tokens_out::text as counted_tokens_out, counted_llm_calls::text as counted_llm_calls,
        round(extract(epoch from reported_at) * 1000)::float8 as reported_ms
      from spend_usages where conversation_id = $1 for update`,
     [conversationId],
   );
 }
 
-/** Moves a usage's counter to `counted` and adds `charge` to what it charged. */
+/** Moves a usage's counters to `counted` and adds `charge` to what it charged. */
 export async function upsertUsage(
   trx: SqlRunner,
-  usage: { conversationId: string; usageId: string; modelName: string; counted: bigint; charge: bigint; reportedAt: string | null },
+  usage: {
+    conversationId: string;
+    usageId: string;
+    modelName: string;
+    counted: { cost: bigint; tokensIn: bigint; tokensOut: bigint; llmCalls: bigint };
+    charge: bigint;
+    reportedAt: string | null;
+  },
 ): Promise<void> {
+  const { counted } = usage;
   await sqlRun(
     trx,
-    `insert into spend_usages as u (conversation_id, usage_id, model_name, counted_micro_usd, charged_micro_usd, reported_at)
-     values ($1, $2, $3, $4, $5, $6::timestamptz)
+    `insert into spend_usages as u (conversation_id, usage_id, model_name, counted_micro_usd, charged_micro_usd, reported_at,
+       counted_tokens_in, counted_tokens_out, counted_llm_calls)
+     values ($1, $2, $3, $4, $5, $6::timestamptz, $7, $8, $9)
      on conflict (conversation_id, usage_id) do update set
        model_name = excluded.model_name,
        counted_micro_usd = excluded.counted_micro_usd,
        charged_micro_usd = u.charged_micro_usd + excluded.charged_micro_usd,
-       reported_at = greatest(u.reported_at, excluded.reported_at)`,
-    [usage.conversationId, usage.usageId, usage.modelName, usage.counted.toString(), usage.charge.toString(), usage.reportedAt],
+       reported_at = greatest(u.reported_at, excluded.reported_at),
+       counted_tokens_in = excluded.counted_tokens_in,
+       counted_tokens_out = excluded.counted_tokens_out,
+       counted_llm_calls = excluded.counted_llm_calls`,
+    [
+      usage.conversationId,
+      usage.usageId,
+      usage.modelName,
+      counted.cost.toString(),
+      usage.charge.toString(),
+      usage.reportedAt,
+      counted.tokensIn.toString(),
+      counted.tokensOut.toString(),
+      counted.llmCalls.toString(),
+    ],
+  );
+}
+
+/** What one post added to a model's usage in a conversation. */
+export interface DailyUsageIncrease {
+  modelName: string;
+  cost: bigint;
+  tokensIn: bigint;
+  tokensOut: bigint;
+  llmCalls: bigint;
+}
+
+/**
+ * Adds the increases to today's (UTC) usage rows of the conversation: the day of `now()`, the
+ * transaction's instant, which is also the `charged_at` of the entries it writes.
+ */
+export async function addDailyUsage(trx: SqlRunner, ownerId: string, conversationId: string, increases: readonly DailyUsageIncrease[]): Promise<void> {
+  await sqlRun(
+    trx,
+    `insert into usage_daily as d (owner_id, day, conversation_id, model_name, cost_micro_usd, tokens_in, tokens_out, llm_calls)
+     select $1, (now() at time zone 'UTC')::date, $2, model_name, cost, tokens_in, tokens_out, llm_calls
+     from unnest($3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) as i (model_name, cost, tokens_in, tokens_out, llm_calls)
+     on conflict (owner_id, day, conversation_id, model_name) do update set
+       cost_micro_usd = d.cost_micro_usd + excluded.cost_micro_usd,
+       tokens_in = d.tokens_in + excluded.tokens_in,
+       tokens_out = d.tokens_out + excluded.tokens_out,
+       llm_calls = d.llm_calls + excluded.llm_calls`,
+    [
+      ownerId,
+      conversationId,
+      increases.map((i) => i.modelName),
+      increases.map((i) => i.cost.toString()),
+      increases.map((i) => i.tokensIn.toString()),
+      increases.map((i) => i.tokensOut.toString()),
+      increases.map((i) => i.llmCalls.toString()),
+    ],
   );
 }
 

@@ -4,12 +4,18 @@ import { numberTextOf } from '../lossless-json.ts';
 import * as queries from './queries.ts';
 import { MICROS_PER_USD, microUsdNumberOf, microUsdOfDecimal, usdOf } from './money.ts';
 
-/** What one LLM usage of a conversation has cost so far, as the agent-server reports it. */
+/** What one LLM usage of a conversation has cost and used so far, as the agent-server reports it. */
 export interface UsageCost {
   usageId: string;
   modelName: string;
   /** The usage's `accumulated_cost`, rounded to the micro-dollar. */
   cumulativeMicroUsd: bigint;
+  /** `accumulated_token_usage.prompt_tokens`; undefined when not reported. */
+  tokensIn: bigint | undefined;
+  /** `accumulated_token_usage.completion_tokens`; undefined when not reported. */
+  tokensOut: bigint | undefined;
+  /** How many LLM calls (`token_usages`, one per call); undefined when the usage came as a snapshot. */
+  llmCalls: bigint | undefined;
 }
 
 /** A user's balance went below zero with this charge. */
@@ -40,33 +46,68 @@ function storableLabel(label: string): string {
   return storable.length <= MAX_LABEL_CHARACTERS ? storable : Array.from(storable).slice(0, MAX_LABEL_CHARACTERS).join('');
 }
 
+/** A count as the SDK writes it (a non-negative integer), or undefined. */
+function countOf(value: unknown): bigint | undefined {
+  return Number.isSafeInteger(value) && (value as number) >= 0 ? BigInt(value as number) : undefined;
+}
+
+type ReportedUsage = { model_name?: string; accumulated_cost?: number; accumulated_token_usage?: { prompt_tokens?: number; completion_tokens?: number } | null; token_usages?: unknown[] };
+
 /**
- * The cost of each LLM usage in a conversation info (`stats.usage_to_metrics`), read from the JSON
- * text as sent: a double never carries money here. The schema has checked each is a number from 0 to
- * 1,000,000. A usage without `accumulated_cost` is left out. `metrics` (their sum) is not charged.
+ * The cost, tokens and calls of each LLM usage in a conversation info (`stats.usage_to_metrics`), the
+ * cost read from the JSON text as sent: a double never carries money here. The schema has checked each
+ * cost is a number from 0 to 1,000,000. A usage without `accumulated_cost` is left out. `metrics`
+ * (their sum) is not counted.
  */
-export function usageCostsOf(info: { stats?: { usage_to_metrics?: Record<string, { model_name?: string; accumulated_cost?: number }> } }): UsageCost[] {
+export function usageCostsOf(info: { stats?: { usage_to_metrics?: Record<string, ReportedUsage> } }): UsageCost[] {
   const usages = info.stats?.usage_to_metrics ?? {};
   const costs: UsageCost[] = [];
   for (const [usageId, metrics] of Object.entries(usages)) {
     const text = numberTextOf(metrics, 'accumulated_cost');
     if (text === undefined) continue;
-    costs.push({ usageId: storableLabel(usageId), modelName: storableLabel(metrics.model_name ?? 'unknown'), cumulativeMicroUsd: microUsdOfDecimal(text) });
+    const tokens = metrics.accumulated_token_usage;
+    costs.push({
+      usageId: storableLabel(usageId),
+      modelName: storableLabel(metrics.model_name ?? 'unknown'),
+      cumulativeMicroUsd: microUsdOfDecimal(text),
+      tokensIn: countOf(tokens?.prompt_tokens),
+      tokensOut: countOf(tokens?.completion_tokens),
+      llmCalls: Array.isArray(metrics.token_usages) ? BigInt(metrics.token_usages.length) : undefined,
+    });
   }
   return costs;
 }
 
-/** One usage's change: its new state and the charge, if any. */
+/** A cumulative counter moved to what a post reports: its new value and the increase counted. */
+interface CounterMove {
+  counted: bigint;
+  increase: bigint;
+}
+
+/**
+ * Where a counter goes: up to a higher report (the increase counted); to a lower one only in a newer
+ * post (`restarted`: the runtime's counters started again; nothing counted); otherwise it stays.
+ */
+function moveCounter(counted: bigint, reported: bigint | undefined, restarted: boolean): CounterMove {
+  if (reported === undefined) return { counted, increase: 0n };
+  if (reported >= counted) return { counted: reported, increase: reported - counted };
+  return restarted ? { counted: reported, increase: 0n } : { counted, increase: 0n };
+}
+
+/** One usage's change: its new counters and the increases, the cost's being the charge. */
 interface UsageChange {
   usage: UsageCost;
-  counted: bigint;
-  charge: bigint;
+  cost: CounterMove;
+  tokensIn: CounterMove;
+  tokensOut: CounterMove;
+  llmCalls: CounterMove;
 }
 
 /**
  * Charges the increase of each usage's cumulative cost since the info that last moved it, inside
  * the caller's transaction, which holds the conversation's row lock: infos of one conversation are
- * charged one at a time, whichever instance receives them.
+ * charged one at a time, whichever instance receives them. Tokens and LLM calls are counted the same
+ * way, and every increase is added to the day's usage (`usage_daily`) in the same transaction.
  *
  * - An increase is charged once: `counted_micro_usd` moves up to the reported cost with the charge.
  * - A post older (`updated_at`) than the newest that reported the usage changes nothing.
@@ -90,39 +131,45 @@ export async function chargeConversationSpend(
   const changes: UsageChange[] = [];
   for (const usage of usages) {
     const row = known.get(usage.usageId);
-    const cost = usage.cumulativeMicroUsd;
-    if (!row) {
-      changes.push({ usage, counted: cost, charge: cost });
-      continue;
-    }
-    const counted = BigInt(row.counted_micro_usd);
-    const last = row.reported_ms;
-    if (reported !== null && last !== null && reported < last) continue; // a late post: newer ones said more
-    if (cost >= counted) {
-      changes.push({ usage, counted: cost, charge: cost - counted });
-    } else if (reported !== null && last !== null && reported > last) {
+    const last = row?.reported_ms ?? null;
+    if (row && reported !== null && last !== null && reported < last) continue; // a late post: newer ones said more
+    const restarted = row !== undefined && reported !== null && last !== null && reported > last;
+    const change: UsageChange = {
+      usage,
+      cost: moveCounter(BigInt(row?.counted_micro_usd ?? 0), usage.cumulativeMicroUsd, restarted),
+      tokensIn: moveCounter(BigInt(row?.counted_tokens_in ?? 0), usage.tokensIn, restarted),
+      tokensOut: moveCounter(BigInt(row?.counted_tokens_out ?? 0), usage.tokensOut, restarted),
+      llmCalls: moveCounter(BigInt(row?.counted_llm_calls ?? 0), usage.llmCalls, restarted),
+    };
+    if (row && restarted && usage.cumulativeMicroUsd < BigInt(row.counted_micro_usd)) {
       log.warn(
-        { conversationId, usageId: usage.usageId, countedMicroUsd: counted.toString(), reportedMicroUsd: cost.toString() },
+        { conversationId, usageId: usage.usageId, countedMicroUsd: row.counted_micro_usd, reportedMicroUsd: usage.cumulativeMicroUsd.toString() },
         'spend counter decreased (runtime restarted its counters): nothing charged, counting again from the new value',
       );
-      changes.push({ usage, counted: cost, charge: 0n });
-    } else {
-      log.debug({ conversationId, usageId: usage.usageId }, 'spend counter lower in a post of the same instant: ignored');
     }
+    changes.push(change);
   }
 
-  for (const { usage, counted, charge } of changes) {
-    await queries.upsertUsage(trx, { conversationId, usageId: usage.usageId, modelName: usage.modelName, counted, charge, reportedAt });
+  for (const { usage, cost, tokensIn, tokensOut, llmCalls } of changes) {
+    await queries.upsertUsage(trx, {
+      conversationId,
+      usageId: usage.usageId,
+      modelName: usage.modelName,
+      counted: { cost: cost.counted, tokensIn: tokensIn.counted, tokensOut: tokensOut.counted, llmCalls: llmCalls.counted },
+      charge: cost.increase,
+      reportedAt,
+    });
   }
+  await addToDailyUsage(trx, ownerId, conversationId, changes);
 
-  const charges = changes.filter((change) => change.charge > 0n);
+  const charges = changes.filter((change) => change.cost.increase > 0n);
   if (charges.length === 0) return { chargedMicroUsd: 0n };
-  const total = charges.reduce((sum, change) => sum + change.charge, 0n);
+  const total = charges.reduce((sum, change) => sum + change.cost.increase, 0n);
   await queries.insertEntries(
     trx,
     ownerId,
     conversationId,
-    charges.map(({ usage, charge }) => ({ usageId: usage.usageId, modelName: usage.modelName, amount: charge })),
+    charges.map(({ usage, cost }) => ({ usageId: usage.usageId, modelName: usage.modelName, amount: cost.increase })),
   );
   // The total's row lock orders this user's charges: exactly one of them sees the balance cross zero.
   const balance = await queries.addToTotal(trx, ownerId, total);
@@ -142,4 +189,19 @@ export async function chargeConversationSpend(
   };
   await queries.enqueueBalanceDepleted(trx, ownerId, data);
   return { chargedMicroUsd: total, depleted: { userId: ownerId, conversationId, balanceMicroUsd: after } };
+}
+
+/** The increases of one post, summed per model (one row each: an upsert cannot touch a row twice), added to today's usage. */
+async function addToDailyUsage(trx: SqlRunner, ownerId: string, conversationId: string, changes: UsageChange[]): Promise<void> {
+  const byModel = new Map<string, queries.DailyUsageIncrease>();
+  for (const { usage, cost, tokensIn, tokensOut, llmCalls } of changes) {
+    if (cost.increase + tokensIn.increase + tokensOut.increase + llmCalls.increase === 0n) continue;
+    const sum = byModel.get(usage.modelName) ?? { modelName: usage.modelName, cost: 0n, tokensIn: 0n, tokensOut: 0n, llmCalls: 0n };
+    sum.cost += cost.increase;
+    sum.tokensIn += tokensIn.increase;
+    sum.tokensOut += tokensOut.increase;
+    sum.llmCalls += llmCalls.increase;
+    byModel.set(usage.modelName, sum);
+  }
+  if (byModel.size > 0) await queries.addDailyUsage(trx, ownerId, conversationId, [...byModel.values()]);
 }

@@ -49,6 +49,7 @@ export const TABLES = [
   'share_links',
   'refused_deliveries',
   'delivery_refusal_notices',
+  'usage_daily',
   'spend_entries',
   'spend_totals',
   'spend_usages',

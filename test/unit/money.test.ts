@@ -42,13 +42,28 @@ describe('money: micro-dollars from the JSON text of a cost', () => {
     expect(usage!.modelName).to.equal('😀'.repeat(255));
   });
 
+  it('reads tokens and LLM calls beside the cost: prompt and completion tokens, one call per token usage; a count that is not one is unknown', () => {
+    const info = {
+      stats: {
+        usage_to_metrics: {
+          agent: { model_name: 'm', accumulated_cost: 1, accumulated_token_usage: { prompt_tokens: 1200, completion_tokens: 300 }, token_usages: [{}, {}] },
+          odd: { accumulated_cost: 0, accumulated_token_usage: { prompt_tokens: -1, completion_tokens: 1.5 } },
+        },
+      },
+    };
+    expect(usageCostsOf(info)).to.deep.equal([
+      { usageId: 'agent', modelName: 'm', cumulativeMicroUsd: 1_000_000n, tokensIn: 1200n, tokensOut: 300n, llmCalls: 2n },
+      { usageId: 'odd', modelName: 'unknown', cumulativeMicroUsd: 0n, tokensIn: undefined, tokensOut: undefined, llmCalls: undefined },
+    ]);
+  });
+
   it('reads each usage cost of a conversation info from the literal as sent, not from the double', () => {
     const info = parseJson(
       '{"stats":{"usage_to_metrics":{"agent":{"model_name":"m","accumulated_cost":0.00000049999999999999999},"condenser":{"accumulated_cost":2.5e-7},"other":{"model_name":"x"}}}}',
     ) as Parameters<typeof usageCostsOf>[0];
     expect(usageCostsOf(info)).to.deep.equal([
-      { usageId: 'agent', modelName: 'm', cumulativeMicroUsd: 0n },
-      { usageId: 'condenser', modelName: 'unknown', cumulativeMicroUsd: 0n },
+      { usageId: 'agent', modelName: 'm', cumulativeMicroUsd: 0n, tokensIn: undefined, tokensOut: undefined, llmCalls: undefined },
+      { usageId: 'condenser', modelName: 'unknown', cumulativeMicroUsd: 0n, tokensIn: undefined, tokensOut: undefined, llmCalls: undefined },
     ]);
   });
 });

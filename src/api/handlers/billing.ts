@@ -1,12 +1,14 @@
 import type { operations } from '../../../generated/openapi.ts';
 import type { BillingService } from '../../billing/billing-service.ts';
 import type { SpendService } from '../../spend/spend-service.ts';
+import type { UsageService } from '../../usage/usage-service.ts';
 import { CHECKOUT_PAGE_HEADERS, renderCheckoutNotFoundPage, renderCheckoutPage, type ReturnOutcome } from '../../billing/checkout-page.ts';
 import { principalOf, rawBodyOf, respond, type KoaContext, type OperationHandlers } from '../context.ts';
 
 type CheckoutBody = operations['createCheckoutSession']['requestBody']['content']['application/json'];
 type CreditsQuery = NonNullable<operations['getCredits']['parameters']['query']>;
 type SpendQuery = NonNullable<operations['getSpend']['parameters']['query']>;
+type UsageQuery = NonNullable<operations['getUsage']['parameters']['query']>;
 type PagePath = operations['getCheckoutPage']['parameters']['path'];
 type PageQuery = NonNullable<operations['getCheckoutPage']['parameters']['query']>;
 
@@ -27,11 +29,11 @@ function backToPage(ctx: KoaContext, id: string): void {
 }
 
 /**
- * Handlers of the `billing` tag: E4, the caller's credits and spend, the Stripe webhook and the
+ * Handlers of the `billing` tag: E4, the caller's credits, spend and usage, the Stripe webhook and the
  * checkout page. A checkout button that can no longer do what it says answers 409 with the page
  * showing the state.
  */
-export function billingHandlers(service: BillingService, spend: SpendService): OperationHandlers {
+export function billingHandlers(service: BillingService, spend: SpendService, usage: UsageService): OperationHandlers {
   return {
     async createCheckoutSession(operation, ctx) {
       const { amount } = operation.request.requestBody as CheckoutBody;
@@ -50,6 +52,16 @@ export function billingHandlers(service: BillingService, spend: SpendService): O
         limit: query.limit ?? 50,
         offset: query.offset ?? 0,
         order: query.order ?? 'default',
+      });
+      respond(ctx, 200, report);
+    },
+    async getUsage(operation, ctx) {
+      const query = operation.request.query as UsageQuery;
+      const report = await usage.report(principalOf(operation).userId, {
+        groupBy: query.group_by ?? 'day',
+        since: query.since,
+        until: query.until,
+        limit: query.limit ?? 20,
       });
       respond(ctx, 200, report);
     },
