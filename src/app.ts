@@ -1,3 +1,4 @@
+import type { SearchIndexer } from './search/indexer.ts';
 import Koa from 'koa';
 import { createOpenApiBackend } from './api/openapi.ts';
 import { checkResponsesAgainstSpec } from './api/response-contract.ts';
@@ -21,6 +22,8 @@ export interface App {
   readonly deliveryWorker: DeliveryWorker;
   /** Ended on shutdown: live streams never finish by themselves. */
   readonly liveStreams: LiveStreams;
+  /** Built, not started: `main.ts` starts it when this instance indexes (`SEARCH_INDEXER`). */
+  readonly searchIndexer: SearchIndexer;
 }
 
 /** Wires the services, openapi-backend and the Koa pipeline; everything is passed in, so tests build their own. */
@@ -52,5 +55,5 @@ export async function createApp(deps: AppDeps): Promise<App> {
     }),
   );
   app.use(serveOperations(api));
-  return { app, deliveryWorker: services.deliveryWorker, liveStreams: services.liveStreams };
+  return { app, deliveryWorker: services.deliveryWorker, liveStreams: services.liveStreams, searchIndexer: services.searchIndexer };
 }

@@ -125,6 +125,19 @@ export interface Config {
 
   // Outbound webhooks (src/outbound/, docs/outbound-webhooks.md)
   readonly outboundWebhooks: OutboundWebhookConfig;
+
+  // Search inside conversations (src/search/, docs/search.md)
+  readonly search: SearchConfig;
+}
+
+/** The search indexer (src/search/indexer.ts). */
+export interface SearchConfig {
+  /** `SEARCH_INDEXER`: whether this instance runs the indexer (one instance at a time indexes, under a lock). */
+  readonly indexer: boolean;
+  /** `SEARCH_INDEX_INTERVAL_MS`: how long the indexer waits after finding nothing to index. */
+  readonly intervalMs: number;
+  /** `SEARCH_INDEX_BATCH_EVENTS`: events indexed in one transaction at most. */
+  readonly batchEvents: number;
 }
 
 /** Bounds of the webhook's group commit, as `GroupCommitter` takes them (src/conversations/group-commit.ts). */
@@ -329,6 +342,12 @@ export function loadConfig(env: Env = process.env): Config {
     httpKeepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
 
     outboundWebhooks: loadOutboundWebhookConfig(env),
+
+    search: Object.freeze({
+      indexer: env.SEARCH_INDEXER === undefined || env.SEARCH_INDEXER.trim() === '' ? true : flag(env, 'SEARCH_INDEXER'),
+      intervalMs: integer(env, 'SEARCH_INDEX_INTERVAL_MS', 250, 10, 60_000),
+      batchEvents: integer(env, 'SEARCH_INDEX_BATCH_EVENTS', 2_000, 1, 100_000),
+    }),
   });
 }
 

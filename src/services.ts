@@ -18,6 +18,8 @@ import { PgBossOutboundQueue } from './outbound/outbound-queue.ts';
 import { outboundQueueDepth } from './outbound/queries.ts';
 import { WebhookEndpointService } from './outbound/webhook-endpoint-service.ts';
 import { SpendService } from './spend/spend-service.ts';
+import { SearchIndexer } from './search/indexer.ts';
+import { SearchService } from './search/search-service.ts';
 import type { ChargeOutcome } from './spend/spend-ledger.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
 import { createWorkspaceService, secretBoxFor } from './workspaces/setup.ts';
@@ -49,6 +51,8 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     conversations,
     ingestPressure,
     refusals: new RefusalService(orm.em),
+    search: new SearchService(orm.em),
+    searchIndexer: new SearchIndexer(orm.em, config.search, logger),
     identity: new IdentityService(orm.em),
     conversationInfos: new ConversationInfoService(orm.em, logger, (outcome) => observeSpend(outcome, metrics, logger)),
     spend: new SpendService(orm.em),

@@ -11,6 +11,7 @@ import { liveHandlers } from './handlers/live.ts';
 import { operationsHandlers } from './handlers/operations.ts';
 import { outboundWebhookHandlers } from './handlers/outbound-webhooks.ts';
 import { refusedDeliveryHandlers } from './handlers/refused-deliveries.ts';
+import { searchHandlers } from './handlers/search.ts';
 import { superAdminHandlers } from './handlers/super-admins.ts';
 import { userHandlers } from './handlers/users.ts';
 import { verifiedModelHandlers } from './handlers/verified-models.ts';
@@ -27,6 +28,7 @@ export function operationHandlers(services: Services, replay: WebhookReplayer): 
       ingestPressure.note();
     }),
     ...conversationHandlers(services.conversations),
+    ...searchHandlers(services.search),
     ...verifiedModelHandlers(services.verifiedModels),
     ...superAdminHandlers(services.identity),
     ...accountHandlers(services.identity),

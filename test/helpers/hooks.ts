@@ -61,6 +61,7 @@ export const TABLES = [
   'tracker_deliveries',
   'workspace_links',
   'workspaces',
+  'event_search',
   'conversation_events',
   'conversations',
   'verified_models',
