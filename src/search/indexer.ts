@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SearchConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import * as queries from './queries.ts';
-import { eventText, indexedText } from './text.ts';
+import { eventText, indexVector } from './text.ts';
 
 /** Arbitrary constant: the advisory lock of the one indexing transaction at a time (across instances). */
 export const SEARCH_INDEXER_LOCK_ID = 7_240_135;
@@ -84,17 +84,16 @@ export class SearchIndexer {
       }
       const events = await queries.pendingEvents(trx, taken);
       const owners = new Map(taken.map((range) => [range.id, range.owner_id]));
-      const rows: queries.IndexRows = { conversationIds: [], seqs: [], owners: [], kinds: [], sources: [], eventTimes: [], lexemes: [], bodies: [] };
+      const rows: queries.IndexRows = { conversationIds: [], seqs: [], owners: [], kinds: [], sources: [], eventTimes: [], lexemes: [] };
       for (const event of events) {
-        const text = indexedText(textOfPayload(event.payload));
+        const lexemes = indexVector(textOfPayload(event.payload));
         rows.conversationIds.push(event.conversation_id);
         rows.seqs.push(event.seq);
         rows.owners.push(owners.get(event.conversation_id)!);
         rows.kinds.push(event.kind);
         rows.sources.push(event.source);
         rows.eventTimes.push(event.event_time);
-        rows.lexemes.push(text.lexemes);
-        rows.bodies.push(text.body);
+        rows.lexemes.push(lexemes);
       }
       await queries.insertIndexRows(trx, rows);
       await queries.advanceWatermarks(trx, taken);

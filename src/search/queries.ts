@@ -5,38 +5,29 @@ import { quoteLexeme } from './text.ts';
 
 /** The search index's SQL: the indexer's reads and writes, the hits, their count, the watermark. */
 
-/** `text` for a LIKE pattern that matches it literally. */
-const likeLiteral = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
-
 /** Hands out the `$n` placeholder of a value added to a statement. */
 export type AddValue = (value: unknown) => string;
 
+/** A term as tsquery text: its lexeme, or its lexemes as a phrase at their distances (`a <-> b`, `a <2> b`). */
 function termQuery(term: SearchTerm): string {
-  const parts = term.lexemes.map((lexeme, i) => quoteLexeme(lexeme) + (term.prefix && i === term.lexemes.length - 1 ? ':*' : ''));
-  return parts.length === 1 ? parts[0]! : `(${parts.join(' & ')})`;
+  const last = term.lexemes.length - 1;
+  const parts = term.lexemes.map(({ lexeme, distance }, i) =>
+    `${i === 0 ? '' : ` <${distance}> `}${quoteLexeme(lexeme)}${term.prefix && i === last ? ':*' : ''}`,
+  );
+  return parts.length === 1 ? parts[0]! : `(${parts.join('')})`;
+}
+
+/** The tsquery of a whole query: every term, the excluded ones negated. */
+export function tsqueryOf(query: SearchQuery): string {
+  return query.terms.map((term) => (term.excluded ? `!${termQuery(term)}` : termQuery(term))).join(' & ');
 }
 
 /**
  * The condition an `event_search` row (alias `s`) meets when it matches `query`: one tsquery over the
- * GIN index (every term's lexemes; an excluded word as `!`), then each term that is checked as written
- * (`like` over the folded text, only on the rows the index found).
+ * GIN index (phrases are checked against the row's positions, on the rows the index found).
  */
 export function searchCondition(query: SearchQuery, add: AddValue, alias = 's'): string {
-  const tsquery: string[] = [];
-  const conditions: string[] = [];
-  for (const term of query.terms) {
-    if (!term.excluded) {
-      tsquery.push(termQuery(term));
-      if (term.literal !== null) conditions.push(`${alias}.body like ${add(`%${likeLiteral(term.literal)}%`)}`);
-    } else if (term.literal === null) {
-      tsquery.push(`!${termQuery(term)}`);
-    } else {
-      conditions.push(
-        `not (${alias}.lexemes @@ ${add(termQuery(term))}::tsquery and ${alias}.body like ${add(`%${likeLiteral(term.literal)}%`)})`,
-      );
-    }
-  }
-  return [`${alias}.lexemes @@ ${add(tsquery.join(' & '))}::tsquery`, ...conditions].join(' and ');
+  return `${alias}.lexemes @@ ${add(tsqueryOf(query))}::tsquery`;
 }
 
 /** Filters of a search over an owner's events. */
@@ -167,12 +158,13 @@ export function pendingEvents(trx: SqlRunner, ranges: readonly PendingRange[]): 
     trx,
     `select e.conversation_id, e.seq, e.kind, e.source, e.event_time, e.payload::text as payload
      from unnest($1::uuid[], $2::integer[], $3::integer[]) r(id, from_seq, to_seq)
-     join conversation_events e on e.conversation_id = r.id and e.seq between r.from_seq and r.to_seq`,
+     join conversation_events e on e.conversation_id = r.id and e.seq between r.from_seq and r.to_seq
+     order by e.received_at, e.conversation_id, e.seq`,
     [ranges.map((r) => r.id), ranges.map((r) => r.from_seq), ranges.map((r) => r.to_seq)],
   );
 }
 
-/** The index rows of events, one per (conversation, seq): a row already there stays. */
+/** The index rows of events, in the order they were received (their ordinals, so hits come newest first); a row already there stays. */
 export interface IndexRows {
   conversationIds: string[];
   seqs: number[];
@@ -181,19 +173,18 @@ export interface IndexRows {
   sources: (string | null)[];
   eventTimes: Date[];
   lexemes: string[];
-  bodies: string[];
 }
 
 export function insertIndexRows(trx: SqlRunner, rows: IndexRows): Promise<number> {
   return sqlRun(
     trx,
-    `insert into event_search (conversation_id, seq, owner_id, kind, source, event_time, lexemes, body)
-     select r.conversation_id, r.seq, r.owner_id, r.kind, r.source, r.event_time, r.lexemes::tsvector, r.body
-     from unnest($1::uuid[], $2::integer[], $3::uuid[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[])
-       as r(conversation_id, seq, owner_id, kind, source, event_time, lexemes, body)
-     order by r.conversation_id, r.seq
+    `insert into event_search (conversation_id, seq, owner_id, kind, source, event_time, lexemes)
+     select r.conversation_id, r.seq, r.owner_id, r.kind, r.source, r.event_time, r.lexemes::tsvector
+     from unnest($1::uuid[], $2::integer[], $3::uuid[], $4::text[], $5::text[], $6::timestamptz[], $7::text[])
+       with ordinality as r(conversation_id, seq, owner_id, kind, source, event_time, lexemes, received)
+     order by r.received
      on conflict (conversation_id, seq) do nothing`,
-    [rows.conversationIds, rows.seqs, rows.owners, rows.kinds, rows.sources, rows.eventTimes, rows.lexemes, rows.bodies],
+    [rows.conversationIds, rows.seqs, rows.owners, rows.kinds, rows.sources, rows.eventTimes, rows.lexemes],
   );
 }
 

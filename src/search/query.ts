@@ -1,5 +1,5 @@
 import { InvalidInputError } from '../errors.ts';
-import { foldText, isUnspaced, queryLexemes } from './text.ts';
+import { foldText, isUnspaced, queryLexemes, type QueryLexeme } from './text.ts';
 
 /**
  * The search syntax (docs/search.md, "Query syntax"): words that must all match, `"a phrase"`,
@@ -13,12 +13,10 @@ export interface SearchTerm {
   excluded: boolean;
   /** `term*`: its last lexeme is a prefix. */
   prefix: boolean;
-  /** The lexemes the index must hold, in order. */
-  lexemes: string[];
-  /** The folded text the event must contain as written, when the lexemes alone do not say it (phrases, punctuation, unspaced scripts). */
-  literal: string | null;
-  /** `"…"` */
-  phrase: boolean;
+  /** The lexemes the index must hold, each at its distance from the previous one (a phrase when several). */
+  lexemes: QueryLexeme[];
+  /** Several lexemes or an unspaced script: the term's folded text, found as a sequence (for highlights). */
+  sequence: string | null;
 }
 
 export interface SearchQuery {
@@ -49,13 +47,11 @@ export function parseSearchQuery(q: string): SearchQuery {
       at++;
     }
     let raw: string;
-    let phrase = false;
     let prefix = false;
     if (q[at] === '"') {
       const close = q.indexOf('"', at + 1);
       if (close < 0) throw invalid('a quote is not closed', q);
       raw = q.slice(at + 1, close);
-      phrase = true;
       at = close + 1;
       if (at < q.length && !/\s/.test(q[at]!)) throw invalid('a phrase must be followed by a space', q);
     } else {
@@ -69,7 +65,7 @@ export function parseSearchQuery(q: string): SearchQuery {
       }
       if (raw.includes('*')) throw invalid(`* may only end a word (${prefix ? `${raw}*` : raw})`, q);
     }
-    terms.push(termOf(raw, excluded, prefix, phrase, q));
+    terms.push(termOf(raw, excluded, prefix, q));
   }
   if (terms.length === 0) throw invalid('nothing to search for', q);
   if (terms.length > MAX_TERMS) throw invalid(`more than ${MAX_TERMS} terms`, q);
@@ -77,11 +73,10 @@ export function parseSearchQuery(q: string): SearchQuery {
   return { text: q, terms };
 }
 
-function termOf(raw: string, excluded: boolean, prefix: boolean, phrase: boolean, q: string): SearchTerm {
+function termOf(raw: string, excluded: boolean, prefix: boolean, q: string): SearchTerm {
   const folded = foldText(raw).replace(/\s+/g, ' ').trim();
   const lexemes = queryLexemes(folded);
   if (lexemes.length === 0) throw invalid(`a term needs a letter or a digit (${raw || '""'})`, q);
-  // One word as it is indexed needs nothing more; anything else is also checked as written.
-  const single = lexemes.length === 1 && lexemes[0] === folded && !(prefix && isUnspaced(folded));
-  return { excluded, prefix: prefix && !isUnspaced(lexemes[lexemes.length - 1]!), lexemes, literal: single ? null : folded, phrase };
+  const single = lexemes.length === 1 && !isUnspaced(lexemes[0]!.lexeme);
+  return { excluded, prefix: prefix && !isUnspaced(lexemes[lexemes.length - 1]!.lexeme), lexemes, sequence: single ? null : folded };
 }

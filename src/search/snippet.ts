@@ -1,5 +1,5 @@
 import type { SearchQuery } from './query.ts';
-import { foldCodePoint, foldText, isUnspaced, WORD } from './text.ts';
+import { foldCodePoint, foldText, WORD } from './text.ts';
 
 /** A piece of an event's searchable text around its first match; highlights as [start, end) code point offsets into `text`. */
 export interface Snippet {
@@ -35,15 +35,14 @@ export function matchRanges(text: string, query: SearchQuery): [number, number][
   const unitToPoint = unitIndex(text);
   for (const term of query.terms) {
     if (term.excluded) continue;
-    // Unspaced scripts and terms checked as written are found as substrings; other words as words.
-    const literal = term.literal ?? (isUnspaced(term.lexemes[0]!) ? term.lexemes[0]! : null);
-    if (literal !== null) {
-      for (let at = folded.indexOf(literal); at >= 0 && literal.length > 0; at = folded.indexOf(literal, at + literal.length)) {
-        ranges.push([origin[at]!, origin[at + literal.length - 1]! + 1]);
+    // A sequence (a phrase, an identifier, an unspaced script): its words in order, any separators between them.
+    if (term.sequence !== null) {
+      for (const match of folded.matchAll(sequencePattern(term.sequence))) {
+        ranges.push([origin[match.index]!, origin[match.index + match[0].length - 1]! + 1]);
       }
       continue;
     }
-    const wanted = term.lexemes[0]!;
+    const wanted = term.lexemes[0]!.lexeme;
     for (const word of text.matchAll(WORD)) {
       const start = unitToPoint[word.index]!;
       const candidates: [number, string][] = [[0, word[0]]];
@@ -59,6 +58,13 @@ export function matchRanges(text: string, query: SearchQuery): [number, number][
     }
   }
   return merge(ranges);
+}
+
+/** A folded term as a pattern: its words as written, each run of separators as any run of separators. */
+function sequencePattern(sequence: string): RegExp {
+  const parts = sequence.match(/[\p{L}\p{M}\p{N}]+/gu) ?? [];
+  const escaped = parts.map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(escaped.join('[^\\p{L}\\p{M}\\p{N}]+'), 'gu');
 }
 
 /** How many code points of `piece` fold to the prefix `wanted`. */

@@ -204,6 +204,7 @@ export function eventText(event: Fields): string {
 
 const COMBINING_DIACRITICS = /[\u0300-\u036f]/g;
 const foldCache = new Map<string, string>();
+const ASCII = /^[\x00-\x7f]*$/;
 
 /**
  * One code point folded for matching: compatibility forms (full-width, ligatures), Latin, Greek and
@@ -222,85 +223,124 @@ export function foldCodePoint(c: string): string {
 
 /** `text` folded for matching (see `foldCodePoint`). */
 export function foldText(text: string): string {
+  if (ASCII.test(text)) return text.toLowerCase();
   let folded = '';
   for (const c of text) folded += foldCodePoint(c);
   return folded;
 }
 
-/** Scripts written without spaces between words: matched by substrings (bigrams), not by words. */
-const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
-const UNSPACED_RUNS = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}\p{M}]+|[^\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]+/gu;
+/** Scripts written without spaces between words: matched by any substring (characters and pairs), not by words. */
+const UNSPACED_CLASS = String.raw`\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}`;
+const UNSPACED = new RegExp(`[${UNSPACED_CLASS}]`, 'u');
+const UNSPACED_RUNS = new RegExp(`[${UNSPACED_CLASS}][${UNSPACED_CLASS}\\p{M}]*|[^${UNSPACED_CLASS}]+`, 'gu');
 /** A word: letters, combining marks and digits. */
 export const WORD = /[\p{L}\p{M}\p{N}]+/gu;
+const ASCII_WORD = /[A-Za-z0-9]+/g;
 /** Where an identifier splits into words: camelCase, HTTPServer, letters and digits. */
 const SUBWORD_BOUNDARY = /(?<=\p{Ll})(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})|(?<=\p{L})(?=\p{N})|(?<=\p{N})(?=\p{L})/u;
+const ASCII_SUBWORD = /[a-z][A-Z]|[A-Z][A-Z][a-z]|[A-Za-z][0-9]|[0-9][A-Za-z]/;
+/** PostgreSQL keeps positions up to 16,383 and 256 of them per lexeme. */
+const MAX_POSITION = 16_383;
+const MAX_POSITIONS_PER_LEXEME = 256;
 
 export function isUnspaced(text: string): boolean {
-  return UNSPACED.test(text);
-}
-
-/** The n-grams of an unspaced run: its characters and its pairs. */
-function unspacedGrams(run: string, into: Set<string>, withSingles: boolean): void {
-  const chars = Array.from(run);
-  if (chars.length === 1 || withSingles) for (const c of chars) into.add(c);
-  for (let i = 0; i + 1 < chars.length; i++) into.add(chars[i]! + chars[i + 1]!);
-}
-
-/** The lexemes of a folded word: itself, or its unspaced runs' n-grams beside its other parts. */
-function wordLexemes(word: string, into: Set<string>, forQuery: boolean): string[] {
-  if (!isUnspaced(word)) {
-    const lexeme = cut(word);
-    into.add(lexeme);
-    return [lexeme];
-  }
-  const added: string[] = [];
-  for (const run of word.match(UNSPACED_RUNS) ?? []) {
-    const before = new Set(into);
-    if (isUnspaced(run)) unspacedGrams(run, into, !forQuery);
-    else into.add(cut(run));
-    for (const lexeme of into) if (!before.has(lexeme)) added.push(lexeme);
-  }
-  return added;
+  return !ASCII.test(text) && UNSPACED.test(text);
 }
 
 const cut = (lexeme: string) => (lexeme.length > LEXEME_LIMIT ? Array.from(lexeme).slice(0, LEXEME_LIMIT).join('') : lexeme);
 
+/** A lexeme and its distance from the previous one of the same term (1: right after it). */
+export interface QueryLexeme {
+  lexeme: string;
+  distance: number;
+}
+
 /**
- * The index's lexemes of an event's text: every folded word, the words of its identifiers
- * (`parseDuration` → `parse`, `duration`), and the characters and pairs of unspaced scripts.
+ * The positions of a folded word's lexemes, from `at`: the word itself, or, in an unspaced script,
+ * each character at its position with the pair it starts. Calls `put` for each; returns the positions used.
  */
-export function indexLexemes(text: string): string[] {
-  const lexemes = new Set<string>();
-  for (const word of text.match(WORD) ?? []) {
-    wordLexemes(foldText(word), lexemes, false);
-    if (SUBWORD_BOUNDARY.test(word)) for (const part of word.split(SUBWORD_BOUNDARY)) wordLexemes(foldText(part), lexemes, false);
+function placeWord(folded: string, at: number, put: (lexeme: string, position: number) => void): number {
+  if (!isUnspaced(folded)) {
+    put(cut(folded), at);
+    return 1;
   }
-  return [...lexemes];
+  let used = 0;
+  for (const run of folded.match(UNSPACED_RUNS) ?? []) {
+    if (!UNSPACED.test(run)) {
+      put(cut(run), at + used++);
+      continue;
+    }
+    const chars = Array.from(run);
+    chars.forEach((c, i) => {
+      put(c, at + used + i);
+      if (i + 1 < chars.length) put(c + chars[i + 1]!, at + used + i);
+    });
+    used += chars.length;
+  }
+  return used;
 }
 
-/** The lexemes a query term must find, in order (a term's unspaced runs give their pairs). */
-export function queryLexemes(foldedTerm: string): string[] {
-  const lexemes = new Set<string>();
-  const ordered: string[] = [];
-  for (const word of foldedTerm.match(WORD) ?? []) for (const lexeme of wordLexemes(word, lexemes, true)) ordered.push(lexeme);
-  return ordered;
+/**
+ * The index's tsvector of an event's text, with positions (for phrases): every folded word; the words
+ * of an identifier (`parseDuration` → `parse` `duration`, the whole at each of their positions); the
+ * characters and pairs of unspaced scripts. A tsvector literal: PostgreSQL takes it as it is (no
+ * parser, no dictionary, no locale), so every database indexes every script alike.
+ */
+export function indexVector(text: string): string {
+  const positions = new Map<string, number[]>();
+  const put = (lexeme: string, position: number) => {
+    if (position > MAX_POSITION) return;
+    const list = positions.get(lexeme);
+    if (list === undefined) positions.set(lexeme, [position]);
+    else if (list.length < MAX_POSITIONS_PER_LEXEME && list[list.length - 1] !== position) list.push(position);
+  };
+  let at = 1;
+  // Most agent output is ASCII: its words need neither Unicode classes nor folding beyond lower case.
+  const ascii = ASCII.test(text);
+  for (const [word] of text.matchAll(ascii ? ASCII_WORD : WORD)) {
+    if (at > MAX_POSITION) break;
+    const folded = ascii ? word.toLowerCase() : foldText(word);
+    if (ascii ? ASCII_SUBWORD.test(word) : SUBWORD_BOUNDARY.test(word) && !isUnspaced(folded)) {
+      const parts = word.split(SUBWORD_BOUNDARY);
+      parts.forEach((part, i) => {
+        put(cut(foldText(part)), at + i);
+        put(cut(folded), at + i);
+      });
+      at += parts.length;
+    } else if (ascii) {
+      put(cut(folded), at++);
+    } else {
+      at += placeWord(folded, at, put);
+    }
+  }
+  let vector = '';
+  for (const [lexeme, list] of positions) vector += `${vector === '' ? '' : ' '}${quoteLexeme(lexeme)}:${list.join(',')}`;
+  return vector;
 }
 
-/** `lexemes` as a tsvector literal (PostgreSQL takes it as it is: no parser, no dictionary, no locale). */
-export function tsvectorLiteral(lexemes: readonly string[]): string {
-  return lexemes.map(quoteLexeme).join(' ');
+/** The lexemes a query term must find, each at its distance from the previous one (unspaced runs by their pairs). */
+export function queryLexemes(foldedTerm: string): QueryLexeme[] {
+  const placed: { lexeme: string; position: number }[] = [];
+  let at = 1;
+  for (const [word] of foldedTerm.matchAll(WORD)) {
+    if (!isUnspaced(word)) {
+      placed.push({ lexeme: cut(word), position: at++ });
+      continue;
+    }
+    for (const run of word.match(UNSPACED_RUNS) ?? []) {
+      if (!UNSPACED.test(run)) {
+        placed.push({ lexeme: cut(run), position: at++ });
+        continue;
+      }
+      const chars = Array.from(run);
+      if (chars.length === 1) placed.push({ lexeme: chars[0]!, position: at });
+      for (let i = 0; i + 1 < chars.length; i++) placed.push({ lexeme: chars[i]! + chars[i + 1]!, position: at + i });
+      at += chars.length;
+    }
+  }
+  return placed.map((p, i) => ({ lexeme: p.lexeme, distance: i === 0 ? 0 : p.position - placed[i - 1]!.position }));
 }
 
 export function quoteLexeme(lexeme: string): string {
   return `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
-}
-
-/** What the index stores of an event: its lexemes and its folded text (for phrases and substrings). */
-export interface IndexedText {
-  lexemes: string;
-  body: string;
-}
-
-export function indexedText(text: string): IndexedText {
-  return { lexemes: tsvectorLiteral(indexLexemes(text)), body: ` ${foldText(text)} ` };
 }

@@ -196,10 +196,12 @@ describe('GET /api/v1/search/events', () => {
       expect(highlighted(hit)).to.deep.equal(['pars', 'pars']);
     });
 
-    it('identifiers and paths match as written, and by their words', async () => {
+    it('identifiers and paths match as their words in sequence, and by each word', async () => {
       expect(await seqs('timeutil.py')).to.deep.equal([2]);
       expect(await seqs('utils/timeutil.py')).to.deep.equal([2]);
-      expect(await seqs('parse_duration')).to.deep.equal([2]);
+      expect(await seqs('parse_duration')).to.deep.equal([2, 3]);
+      expect(await seqs('parse_duration_ms')).to.deep.equal([2]);
+      expect(await seqs('py/timeutil')).to.deep.equal([]);
       expect(await seqs('duration')).to.deep.equal([2, 3]);
       expect(await seqs('parseDuration')).to.deep.equal([3]);
       expect(await seqs('timeutil.rb')).to.deep.equal([]);
@@ -365,7 +367,7 @@ describe('GET /api/v1/search/events', () => {
       await deleteEventBatch(testDatabase().orm.em, conversation, 1000);
       expect(await count(owner, { q: 'zebragone' })).to.equal(0);
       const [row] = await testDatabase().orm.em.getConnection().execute('select count(*)::integer as n from event_search');
-      expect(row.n).to.equal(0);
+      expect(row!.n).to.equal(0);
     });
   });
 });
@@ -390,7 +392,7 @@ describe('GET /api/v1/conversations/{conversation_id}/events?q=', () => {
       const seen: number[] = [];
       let cursor: string | null = null;
       do {
-        const response = await client.request
+        const response: { body: { items: { seq: number }[]; indexed_through: string; next_cursor: string | null } } = await client.request
           .get(`/api/v1/conversations/${conversation}/events`)
           .query({ q: 'zebra', order, limit: 4, ...(cursor ? { cursor } : {}) })
           .set('X-Access-Token', owner.accessToken)

@@ -1,11 +1,11 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Search inside conversations (docs/search.md, "Searching events"): `event_search` holds, per stored
- * event, the lexemes of its searchable text (a `tsvector` made by the application, GIN-indexed: no
- * parser, dictionary or locale of the database takes part, so any script works alike on Debian's
- * PostgreSQL and the embedded one) and that text folded (`body`, checked by `like` for phrases and
- * substrings), with the owner, kind, source and time of its event for the filters. `ordinal` orders hits
+ * Search inside conversations (docs/search.md): `event_search` holds, per stored event, the lexemes of
+ * its searchable text with their positions (a `tsvector` made by the application, GIN-indexed: no parser,
+ * dictionary or locale of the database takes part, so any script works alike on Debian's PostgreSQL and
+ * the embedded one, which runs with `--no-locale`), with the owner, kind, source and time of its event
+ * for the filters. `ordinal` orders hits
  * newest first: the indexer inserts under an advisory lock, so ordinals grow in commit order.
  *
  * The webhook only marks what is owed: `conversations.search_from`, the first sequence number not yet
@@ -27,7 +27,6 @@ export class Migration20261127120000_event_search extends Migration {
         source varchar(16),
         event_time timestamptz not null,
         lexemes tsvector not null,
-        body text not null,
         primary key (conversation_id, seq),
         foreign key (conversation_id, seq) references conversation_events (conversation_id, seq) on delete cascade
       );
