@@ -110,6 +110,24 @@ describe('console in a browser: search inside conversations', function () {
     await page.waitForURL(new RegExp(`#/conversations/${upload}/events/2$`));
     await page.getByText('Error: read ECONNRESET').first().waitFor();
 
+    // Find inside the viewer: Next and Previous from the event it opened at.
+    await page.fill('#find-q', 'econnreset');
+    await page.click('#find-next');
+    await page.locator('#find-status').filter({ hasText: '#3' }).waitFor();
+    expect(await page.locator('#find-status').textContent()).to.equal('#3 · 2 matches');
+    await page.locator('.row.current').filter({ hasText: 'retries once after ECONNRESET' }).waitFor();
+    await page.click('#find-previous');
+    await page.locator('#find-status').filter({ hasText: '#2' }).waitFor();
+    await page.click('#find-previous');
+    await page.locator('#find-status').filter({ hasText: 'no earlier one' }).waitFor();
+    await page.fill('#find-q', 'zzyzx');
+    await page.press('#find-q', 'Enter');
+    await page.locator('#find-status').filter({ hasText: 'No match' }).waitFor();
+    await page.fill('#find-q', 'upload');
+    await page.click('#find-next');
+    await page.locator('#find-status').filter({ hasText: '#3' }).waitFor();
+    await photograph('viewer-find');
+
     // Back to the list: an empty search box shows the conversations again.
     await page.goto(`${listening!.baseUrl}/#/conversations?content=${encodeURIComponent('"upload test"')}`);
     await page.locator('#content-results .hit').first().waitFor();
