@@ -188,8 +188,12 @@ export function insertIndexRows(trx: SqlRunner, rows: IndexRows): Promise<number
   );
 }
 
-/** Moves each conversation's watermark past what was indexed (cleared when it has caught up), in the index rows' transaction. */
-export function advanceWatermarks(trx: SqlRunner, ranges: readonly PendingRange[]): Promise<number> {
+/**
+ * Moves each conversation's watermark past what was indexed (cleared when it has caught up), in the index
+ * rows' transaction. The rows are locked first in id order, as the ingest locks them, so the two cannot deadlock.
+ */
+export async function advanceWatermarks(trx: SqlRunner, ranges: readonly PendingRange[]): Promise<number> {
+  await sqlRows(trx, 'select id from conversations where id = any($1::uuid[]) order by id for update', [ranges.map((r) => r.id)]);
   return sqlRun(
     trx,
     `update conversations c set search_from = case when c.event_count > r.to_seq then r.to_seq + 1 end
