@@ -71,6 +71,52 @@ function decorate(event: Record<string, unknown>, position: number): void {
   if (position % 1000 === 3) appendText(event, 'failed: connection reset by peer');
 }
 
+const LAG_CLIENTS = 4;
+const LAG_BATCH = 5;
+const LAG_SECONDS = 20;
+
+/**
+ * The index's lag under ingest: LAG_CLIENTS clients post batches to the server's webhook while this
+ * process's indexer runs (as an instance's would); `indexed_through` is read every 200 ms.
+ */
+async function measureLag(
+  base: string,
+  sessionKey: string,
+  accessToken: string,
+  indexer: SearchIndexer,
+): Promise<{ events: number; p50: number; p99: number; max: number }> {
+  const { makeBatch } = (await import(path.join(KIT, 'events.mjs'))) as { makeBatch: MakeBatch };
+  const until = Date.now() + LAG_SECONDS * 1000;
+  let events = 0;
+  indexer.start();
+  const clients = Array.from({ length: LAG_CLIENTS }, async (_, client) => {
+    const conversation = randomUUID();
+    for (let round = 0; Date.now() < until; round++) {
+      const batch = makeBatch(LAG_BATCH, client * 100_000 + round).map((event) => ({ ...event, id: randomUUID() }));
+      const response = await fetch(`${base}/api/v1/webhooks/events/${conversation}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': sessionKey },
+        body: JSON.stringify(batch),
+      });
+      await response.arrayBuffer();
+      if (response.status === 200) events += batch.length;
+    }
+  });
+  const lags: number[] = [];
+  const sampling = (async () => {
+    while (Date.now() < until) {
+      const response = await fetch(`${base}/api/v1/search/events/count?q=zzyzx`, { headers: { 'X-Access-Token': accessToken } });
+      const { indexed_through } = (await response.json()) as { indexed_through: string };
+      lags.push(Math.max(0, Date.now() - Date.parse(indexed_through)));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  })();
+  await Promise.all([...clients, sampling]);
+  await indexer.stop();
+  lags.sort((a, b) => a - b);
+  return { events, p50: percentile(lags, 50), p99: percentile(lags, 99), max: lags[lags.length - 1]! };
+}
+
 async function main(): Promise<void> {
   if (!URL_) throw new Error('set BENCH_SEARCH_DATABASE_URL (or DATABASE_URL) to a database of its own, e.g. …/benchsearch');
   const { makeBatch } = (await import(path.join(KIT, 'events.mjs'))) as { makeBatch: MakeBatch };
@@ -173,6 +219,10 @@ async function main(): Promise<void> {
          pg_relation_size('event_search_owner_idx')::text as owner, pg_relation_size('event_search_pkey')::text as pkey,
          pg_total_relation_size('event_search')::text as total`,
     );
+    // Last: the ingest below adds events the sizes above do not count.
+    const sessionKey = generateSecret('session_api_key');
+    await q(`insert into credentials (id, user_id, kind, secret_hash) values ($1, $2, 'session_api_key', $3)`, [randomUUID(), ownerId, hashSecret(sessionKey)]);
+    const lag = await measureLag(base, sessionKey, token, indexer);
     const perMillion = (bytes: string) => `${((Number(bytes) / total!.n) * 1e6 / 2 ** 20).toFixed(0)} MiB`;
     console.log(`### Search benchmark, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC\n`);
     console.log(`\`npm run bench:search -- --events ${EVENTS}\`: ${EVENTS.toLocaleString('en')} events (${total!.n.toLocaleString('en')} indexed rows), ` +
@@ -182,6 +232,9 @@ async function main(): Promise<void> {
     for (const row of rows) console.log(row);
     console.log(`\nIndex size per million events: ${perMillion(size!.total)} in all — table with its TOAST ${perMillion(size!.table)}, ` +
       `GIN on lexemes ${perMillion(size!.gin)}, (owner, ordinal) ${perMillion(size!.owner)}, primary key ${perMillion(size!.pkey)}.\n`);
+    console.log(`Indexing lag while ${LAG_CLIENTS} clients post batches of ${LAG_BATCH} events for ${LAG_SECONDS} s ` +
+      `(${lag.events.toLocaleString('en')} events, ${Math.round(lag.events / LAG_SECONDS).toLocaleString('en')}/s), now − indexed_through sampled every 200 ms: ` +
+      `p50 ${lag.p50} ms, p99 ${lag.p99} ms, max ${lag.max} ms.\n`);
     console.log(plans.join('\n\n'));
   } finally {
     server.kill('SIGTERM');
