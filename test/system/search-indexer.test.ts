@@ -36,7 +36,8 @@ describe('search indexer (server processes on one database)', function () {
     expect(response.status, await response.text()).to.equal(200);
   }
 
-  const indexedCount = async () => (await sql<{ n: number }>('select count(*)::integer as n from event_search'))[0]!.n;
+  /** This test's index rows only: processes of earlier tests may still be stopping on the same database. */
+  const indexedCount = async () => (await sql<{ n: number }>('select count(*)::integer as n from event_search where owner_id = ?', [user.userId]))[0]!.n;
 
   it('SIGKILL while indexing loses no event: the index holds exactly what is below each watermark, and completes after restart', async () => {
     const ingesting = await start({ SEARCH_INDEXER: 'false' });
@@ -54,8 +55,8 @@ describe('search indexer (server processes on one database)', function () {
     }
     expect(await indexedCount()).to.equal(0);
 
-    // Ten events a transaction: hundreds of transactions, so the kill lands in the middle.
-    const indexing = await start({ SEARCH_INDEX_BATCH_EVENTS: '10', SEARCH_INDEX_INTERVAL_MS: '10' });
+    // Five events a transaction: hundreds of transactions, so the kill lands in the middle.
+    const indexing = await start({ SEARCH_INDEX_BATCH_EVENTS: '5', SEARCH_INDEX_INTERVAL_MS: '10' });
     expect(await waitFor(async () => (await indexedCount()) >= 100, 60_000), describeRun(indexing)).to.equal(true);
     await stopWith(indexing, 'SIGKILL');
     const atKill = await indexedCount();
@@ -76,11 +77,12 @@ describe('search indexer (server processes on one database)', function () {
     // Two instances restart indexing at once: one indexes at a time, nothing twice.
     const [first, second] = await Promise.all([start({ SEARCH_INDEX_BATCH_EVENTS: '50' }), start({ SEARCH_INDEX_BATCH_EVENTS: '50' })]);
     expect(await waitFor(async () => (await indexedCount()) === total, 120_000), describeRun(first!)).to.equal(true);
-    const pending = await sql<{ n: number }>('select count(*)::integer as n from conversations where search_from is not null');
+    const pending = await sql<{ n: number }>('select count(*)::integer as n from conversations where search_from is not null and owner_id = ?', [user.userId]);
     expect(pending[0]!.n).to.equal(0);
     const perEvent = await sql<{ n: number; events: number }>(
       `select count(*)::integer as n, count(distinct (e.conversation_id, e.seq))::integer as events
-       from conversation_events e join event_search s using (conversation_id, seq)`,
+       from conversation_events e join event_search s using (conversation_id, seq) where s.owner_id = ?`,
+      [user.userId],
     );
     expect(perEvent[0]).to.deep.equal({ n: total, events: total });
     for (const server of [first!, second!]) expect(server.stdout + server.stderr).to.not.include('search indexing failed');
