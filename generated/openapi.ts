@@ -190,6 +190,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/search/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search the events of the caller's conversations
+         * @description Events of the caller's conversations whose searchable text matches `q`, newest first, each
+         *     with its conversation, a snippet and where the terms occur in it (offsets, never HTML).
+         *
+         *     **Syntax** (docs/search.md): words must all match, as whole words (`ECONNRESET`, and the
+         *     words of identifiers: `duration` finds `parse_duration` and `parseDuration`); `"a phrase"`
+         *     matches those words in that order; `-word` or `-"a phrase"` excludes; `pars*` matches
+         *     words starting with `pars`; a term with punctuation (`timeutil.py`, `src/app.ts`,
+         *     `parse_duration`) matches as written. Case, accents and full-width forms do not matter;
+         *     Chinese, Japanese, Korean and Thai match by any substring. A query that cannot be parsed (an
+         *     unclosed quote, a term without a letter or digit, only exclusions, more than 16 terms) →
+         *     422 on `q`.
+         *
+         *     **Searchable**: message text, thoughts and reasoning, tool names and arguments, commands,
+         *     paths and edited text, observation output (its first 12,288 and last 4,096 characters),
+         *     error texts and codes, hook commands and output, condensation summaries; 8,192 characters
+         *     per field and 32,768 per event at most. Never `encrypted_content`, never the value of a
+         *     secret-looking key (`api_key`, `token`, `password`…), never the system prompt or completion
+         *     logs.
+         *
+         *     **Freshness**: the index follows the webhook asynchronously; `indexed_through` says until
+         *     when it is complete. **Paging** by `next_cursor`, without a gap or a duplicate while events
+         *     keep arriving (new hits come before the first page).
+         */
+        get: operations["searchEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/search/events/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count the hits of an event search
+         * @description The number of hits `searchEvents` yields, across all its pages, for the same `q` and filters.
+         */
+        get: operations["countSearchEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/conversations/{conversation_id}": {
         parameters: {
             query?: never;
@@ -261,6 +322,10 @@ export interface paths {
          *     The newest events first: `?order=desc&limit=100`; the next 100 older ones: the same with
          *     `cursor=<next_cursor>` (or `before_seq=<next_before_seq>`).
          *
+         *     **Search**: `q` keeps the events whose searchable text matches, with the syntax of
+         *     `searchEvents` (docs/search.md); the page then says `indexed_through` (events stored before
+         *     it are all searchable; the index follows the webhook by well under a second).
+         *
          *     Someone else's conversation → 403, an unknown one → 404, as on every `…/conversations/{id}…`
          *     operation.
          */
@@ -283,7 +348,7 @@ export interface paths {
         /**
          * Count a conversation's stored events matching filters
          * @description The number of events `listConversationEvents` yields, across all its pages, for the same
-         *     filters (`kind`, `source`, `since`, `until`, `after_seq`, `before_seq`). Someone else's
+         *     filters (`kind`, `source`, `since`, `until`, `after_seq`, `before_seq`, `q`). Someone else's
          *     conversation → 403, an unknown one → 404.
          */
         get: operations["countConversationEvents"];
@@ -3051,6 +3116,55 @@ export interface components {
          *     (`2025-02-30`) → 422 as well.
          */
         IsoDateTimeFilter: string;
+        /**
+         * @description A piece of the event's searchable text around its first match (about 200 characters, `…` where
+         *     it was cut), and where the query's terms occur in it: `[start, end)` offsets in Unicode code
+         *     points into `text` (not UTF-16 units, not bytes). Render the text as text and mark the ranges;
+         *     it is agent output, never HTML.
+         */
+        SearchSnippet: {
+            text: string;
+            highlights: number[][];
+        };
+        /** @description One event whose searchable text matches the query. */
+        SearchHit: {
+            /** Format: uuid */
+            conversation_id: string;
+            /** @description The conversation's title as shown; null when it has none. */
+            conversation_title: string | null;
+            /** @description The event's sequence number in its conversation (`after_seq=seq-1` on its events list opens the viewer there). */
+            seq: number;
+            /** @description The event's kind. */
+            kind: string;
+            event_id: string;
+            /**
+             * Format: date-time
+             * @description The event's time (its own `timestamp` when ISO 8601, else when it was received), in UTC.
+             */
+            timestamp: string;
+            snippet: components["schemas"]["SearchSnippet"];
+        };
+        /** @description One page of hits, newest first. */
+        SearchHitPage: {
+            items: components["schemas"]["SearchHit"][];
+            /** @description Pass as `cursor` with the same query to get the next page; null on the last page. */
+            next_cursor: string | null;
+            /**
+             * Format: date-time
+             * @description Every event stored before this instant is searchable (now, when the index has caught up);
+             *     events stored since may not be found yet. The index follows the webhook asynchronously.
+             */
+            indexed_through: string;
+        };
+        /** @description How many hits the search yields across all its pages. */
+        SearchHitCount: {
+            count: number;
+            /**
+             * Format: date-time
+             * @description As on `SearchHitPage`.
+             */
+            indexed_through: string;
+        };
         /** @description How many items the matching list yields across all its pages. */
         Count: {
             /** @description The number of matching items. */
@@ -3302,6 +3416,12 @@ export interface components {
             next_before_seq: number | null;
             /** @description Pass as `cursor` with the same query to get the next page (either order); null when there are no more events. */
             next_cursor: string | null;
+            /**
+             * Format: date-time
+             * @description Only with `q`: every event of this conversation stored before this instant is searchable
+             *     (now, when the index has caught up); later ones may not be found yet.
+             */
+            indexed_through?: string;
         };
         /** @description A single-use ticket for `GET …/events/stream?ticket=…`. */
         StreamTicket: {
@@ -4428,6 +4548,12 @@ export interface components {
         /** @description `created_desc` (newest first, the default), `created_asc` (oldest first) or `updated_desc` (most recently changed first). */
         ConversationSort: "created_desc" | "created_asc" | "updated_desc";
         /**
+         * @description Only events whose searchable text matches this search (the syntax of `searchEvents`:
+         *     words, `"a phrase"`, `-excluded`, `prefix*`, `timeutil.py`); an unparsable one → 422 on `q`.
+         * @example ECONNRESET -retry
+         */
+        EventSearchFilter: string;
+        /**
          * @description Only conversations whose title (as shown) contains this text, case-insensitively.
          * @example billing
          */
@@ -4800,6 +4926,160 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
         };
     };
+    searchEvents: {
+        parameters: {
+            query: {
+                /**
+                 * @description The search (syntax above).
+                 * @example parse_duration -test
+                 */
+                q: string;
+                /** @description Only events of this kind; repeat for any of several (`kind=ActionEvent&kind=ObservationEvent`). */
+                kind?: components["parameters"]["EventKindFilter"];
+                /** @description Only events from this source; repeat for any of several. */
+                source?: components["parameters"]["EventSourceFilter"];
+                /** @description Only the events of this conversation (one of the caller's). */
+                conversation_id?: string;
+                /**
+                 * @description Only events whose time (own ISO 8601 `timestamp`, else received time) is at or after this
+                 *     ISO 8601 date or date-time (without an offset: UTC), e.g. `2025-01-15T10:30:00Z` or `2025-01-15`.
+                 * @example 2025-01-15T10:30:00Z
+                 */
+                since?: components["parameters"]["EventSince"];
+                /**
+                 * @description Only events whose time is at or before this ISO 8601 date or date-time; not before `since` (else 422).
+                 * @example 2025-01-15T11:00:00Z
+                 */
+                until?: components["parameters"]["EventUntil"];
+                /** @description Maximum number of hits in the page. */
+                limit?: number;
+                /** @description `next_cursor` of the previous page of the same search; omit for the first page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of hits. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "conversation_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "conversation_title": "Fix the flaky upload test",
+                     *           "seq": 42,
+                     *           "kind": "ObservationEvent",
+                     *           "event_id": "9c1d2f7e-5b3a-4e8f-a1c2-3d4e5f6a7b8c",
+                     *           "timestamp": "2025-01-15T10:41:12.812345Z",
+                     *           "snippet": {
+                     *             "text": "terminal · npm test · Error: read ECONNRESET at TCP.onStreamRead (node:internal/stream_base_commons:217:20)",
+                     *             "highlights": [
+                     *               [
+                     *                 32,
+                     *                 42
+                     *               ]
+                     *             ]
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next_cursor": "eyJmIjoiM2YyYSIsInAiOiIxMjM0NSJ9",
+                     *       "indexed_through": "2025-01-15T10:41:13.001000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SearchHitPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description A parameter is not valid: `q` missing or unparsable, an unknown `kind` or `source`, a date
+             *     that is not ISO 8601, `until` before `since`, `limit` out of range, or a cursor of another
+             *     search. `loc` names the parameter.
+             */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": [
+                     *         {
+                     *           "loc": [
+                     *             "query",
+                     *             "q"
+                     *           ],
+                     *           "msg": "Invalid search query: a quote is not closed",
+                     *           "type": "value_error",
+                     *           "input": "\"parse duration"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    countSearchEvents: {
+        parameters: {
+            query: {
+                /**
+                 * @description The search (syntax above).
+                 * @example parse_duration -test
+                 */
+                q: string;
+                /** @description Only events of this kind; repeat for any of several (`kind=ActionEvent&kind=ObservationEvent`). */
+                kind?: components["parameters"]["EventKindFilter"];
+                /** @description Only events from this source; repeat for any of several. */
+                source?: components["parameters"]["EventSourceFilter"];
+                /** @description Only the events of this conversation (one of the caller's). */
+                conversation_id?: string;
+                /**
+                 * @description Only events whose time (own ISO 8601 `timestamp`, else received time) is at or after this
+                 *     ISO 8601 date or date-time (without an offset: UTC), e.g. `2025-01-15T10:30:00Z` or `2025-01-15`.
+                 * @example 2025-01-15T10:30:00Z
+                 */
+                since?: components["parameters"]["EventSince"];
+                /**
+                 * @description Only events whose time is at or before this ISO 8601 date or date-time; not before `since` (else 422).
+                 * @example 2025-01-15T11:00:00Z
+                 */
+                until?: components["parameters"]["EventUntil"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The count. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "count": 17,
+                     *       "indexed_through": "2025-01-15T10:41:13.001000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SearchHitCount"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
     getConversation: {
         parameters: {
             query?: never;
@@ -4952,6 +5232,12 @@ export interface operations {
                  * @example 2025-01-15T11:00:00Z
                  */
                 until?: components["parameters"]["EventUntil"];
+                /**
+                 * @description Only events whose searchable text matches this search (the syntax of `searchEvents`:
+                 *     words, `"a phrase"`, `-excluded`, `prefix*`, `timeutil.py`); an unparsable one → 422 on `q`.
+                 * @example ECONNRESET -retry
+                 */
+                q?: components["parameters"]["EventSearchFilter"];
                 /** @description Maximum number of events in the page. */
                 limit?: number;
                 /** @description `next_cursor` of the previous page of the same query; omit for the first page. */
@@ -5020,6 +5306,12 @@ export interface operations {
                  * @example 2025-01-15T11:00:00Z
                  */
                 until?: components["parameters"]["EventUntil"];
+                /**
+                 * @description Only events whose searchable text matches this search (the syntax of `searchEvents`:
+                 *     words, `"a phrase"`, `-excluded`, `prefix*`, `timeutil.py`); an unparsable one → 422 on `q`.
+                 * @example ECONNRESET -retry
+                 */
+                q?: components["parameters"]["EventSearchFilter"];
             };
             header?: never;
             path: {

@@ -1,3 +1,4 @@
+import type { SearchIndexer } from './search/indexer.ts';
 import Koa from 'koa';
 import { createOpenApiBackend } from './api/openapi.ts';
 import { checkResponsesAgainstSpec } from './api/response-contract.ts';
@@ -25,6 +26,8 @@ export interface App {
   readonly liveStreams: LiveStreams;
   /** Built, not started: `main.ts` starts it, so this instance takes its share of the rate limits among the running ones. */
   readonly rateLimitInstances: RateLimitInstances;
+  /** Built, not started: `main.ts` starts it when this instance indexes (`SEARCH_INDEXER`). */
+  readonly searchIndexer: SearchIndexer;
 }
 
 /** Wires the services, openapi-backend and the Koa pipeline; everything is passed in, so tests build their own. */
@@ -60,5 +63,6 @@ export async function createApp(deps: AppDeps): Promise<App> {
     }),
   );
   app.use(serveOperations(api));
-  return { app, deliveryWorker: services.deliveryWorker, liveStreams: services.liveStreams, rateLimitInstances: services.rateLimitInstances };
+  const { deliveryWorker, liveStreams, rateLimitInstances, searchIndexer } = services;
+  return { app, deliveryWorker, liveStreams, rateLimitInstances, searchIndexer };
 }

@@ -131,6 +131,18 @@ export interface Config {
   readonly rateLimits: RateLimitConfig;
   /** `SHARING_ENABLED=false`: no new share links, and every shared read answers 404 (docs/sharing.md). */
   readonly sharingEnabled: boolean;
+  // Search inside conversations (src/search/, docs/search.md)
+  readonly search: SearchConfig;
+}
+
+/** The search indexer (src/search/indexer.ts). */
+export interface SearchConfig {
+  /** `SEARCH_INDEXER`: whether this instance runs the indexer (one instance at a time indexes, under a lock). */
+  readonly indexer: boolean;
+  /** `SEARCH_INDEX_INTERVAL_MS`: how long the indexer waits after finding nothing to index. */
+  readonly intervalMs: number;
+  /** `SEARCH_INDEX_BATCH_EVENTS`: events indexed in one transaction at most. */
+  readonly batchEvents: number;
 }
 
 /** The classes of `x-rate-limit-class` in the spec: every operation declares one. */
@@ -360,6 +372,12 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimits: loadRateLimitConfig(env),
 
     sharingEnabled: env.SHARING_ENABLED?.trim() ? flag(env, 'SHARING_ENABLED') : true,
+
+    search: Object.freeze({
+      indexer: env.SEARCH_INDEXER === undefined || env.SEARCH_INDEXER.trim() === '' ? true : flag(env, 'SEARCH_INDEXER'),
+      intervalMs: integer(env, 'SEARCH_INDEX_INTERVAL_MS', 250, 10, 60_000),
+      batchEvents: integer(env, 'SEARCH_INDEX_BATCH_EVENTS', 2_000, 1, 100_000),
+    }),
   });
 }
 

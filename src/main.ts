@@ -50,6 +50,7 @@ async function main(): Promise<void> {
     if (!consoleIsBuilt()) logger.info({ ms: Math.round(await buildConsole()) }, 'console built');
     if (config.outboundWebhooks.worker) await built.deliveryWorker.start();
     await built.rateLimitInstances.start();
+    if (config.search.indexer) built.searchIndexer.start();
     server = await listen(built.app, config);
   } catch (error) {
     await database.close();
@@ -78,7 +79,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     const started = Date.now();
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    const retentionStopped = Promise.all([retention?.stop(), refusalRetention.stop(), idempotencyRetention.stop()]);
+    const retentionStopped = Promise.all([retention?.stop(), refusalRetention.stop(), idempotencyRetention.stop(), built.searchIndexer.stop()]);
     // Live streams never finish by themselves: end them (clients resume elsewhere) while the
     // database they read from is still open.
     await built.liveStreams.close();

@@ -20,6 +20,8 @@ import { WebhookEndpointService } from './outbound/webhook-endpoint-service.ts';
 import { ShareService } from './sharing/share-service.ts';
 import { SpendService } from './spend/spend-service.ts';
 import { UsageService } from './usage/usage-service.ts';
+import { SearchIndexer } from './search/indexer.ts';
+import { SearchService } from './search/search-service.ts';
 import type { ChargeOutcome } from './spend/spend-ledger.ts';
 import { VerifiedModelService } from './verified-models/verified-model-service.ts';
 import { createWorkspaceService, secretBoxFor } from './workspaces/setup.ts';
@@ -56,6 +58,8 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     ingestPressure,
     refusals: new RefusalService(orm.em),
     shares: new ShareService(orm.em, conversations, { enabled: config.sharingEnabled, publicBaseUrl: config.billing.publicBaseUrl }),
+    search: new SearchService(orm.em),
+    searchIndexer: new SearchIndexer(orm.em, config.search, logger),
     identity: new IdentityService(orm.em),
     conversationInfos: new ConversationInfoService(orm.em, logger, (outcome) => observeSpend(outcome, metrics, logger)),
     spend: new SpendService(orm.em),

@@ -12,6 +12,7 @@ import { operationsHandlers } from './handlers/operations.ts';
 import { outboundWebhookHandlers } from './handlers/outbound-webhooks.ts';
 import { refusedDeliveryHandlers } from './handlers/refused-deliveries.ts';
 import { sharingHandlers } from './handlers/sharing.ts';
+import { searchHandlers } from './handlers/search.ts';
 import { superAdminHandlers } from './handlers/super-admins.ts';
 import { userHandlers } from './handlers/users.ts';
 import { verifiedModelHandlers } from './handlers/verified-models.ts';
@@ -28,6 +29,7 @@ export function operationHandlers(services: Services, replay: WebhookReplayer): 
       ingestPressure.note();
     }),
     ...conversationHandlers(services.conversations),
+    ...searchHandlers(services.search),
     ...verifiedModelHandlers(services.verifiedModels),
     ...superAdminHandlers(services.identity),
     ...accountHandlers(services.identity),

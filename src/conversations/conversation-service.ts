@@ -28,6 +28,7 @@ import {
   type EventFilterInput,
   type EventOrder,
 } from './search.ts';
+import { indexedThrough as searchIndexedThrough } from '../search/queries.ts';
 import { GroupCommitter, type GroupCommitOptions } from './group-commit.ts';
 
 export type Event = components['schemas']['Event'];
@@ -324,19 +325,19 @@ export class ConversationService {
         : page.order === 'asc'
           ? { ...filter, afterSeq: Math.max(filter.afterSeq, position) }
           : { ...filter, beforeSeq: Math.min(filter.beforeSeq ?? position, position) };
-    const rows = await queries.eventPage(this.em, conversationId, bounded, page.order, page.limit + 1);
+    const [rows, indexedThrough] = await Promise.all([
+      queries.eventPage(this.em, conversationId, bounded, page.order, page.limit + 1),
+      filter.q === null ? undefined : searchIndexedThrough(this.em, null, conversationId),
+    ]);
     const more = rows.length > page.limit;
     const items = rows.slice(0, page.limit);
     const last = items[items.length - 1]?.seq;
-    return eventPageBody(
-      items,
-      {
-        afterSeq: more && page.order === 'asc' ? last! : null,
-        beforeSeq: more && page.order === 'desc' ? last! : null,
-        cursor: more ? eventCursor(filter, page.order, last!) : null,
-      },
-      payloadOf,
-    );
+    return eventPageBody(items, {
+      afterSeq: more && page.order === 'asc' ? last! : null,
+      beforeSeq: more && page.order === 'desc' ? last! : null,
+      cursor: more ? eventCursor(filter, page.order, last!) : null,
+      ...(indexedThrough === undefined ? {} : { indexedThrough }),
+    }, payloadOf);
   }
 
   /** How many events `listEvents` yields with these filters, over all its pages. */
@@ -344,7 +345,7 @@ export class ConversationService {
     const filter = eventFilterOf(input);
     const conversation = await this.findOwned(principal, conversationId);
     // Sequence numbers are dense (1…event_count): a range alone is arithmetic.
-    if (filter.kinds.length === 0 && filter.sources.length === 0 && filter.since === null && filter.until === null) {
+    if (filter.q === null && filter.kinds.length === 0 && filter.sources.length === 0 && filter.since === null && filter.until === null) {
       const top = Math.min(conversation.event_count, (filter.beforeSeq ?? Infinity) - 1);
       return Math.max(0, top - filter.afterSeq);
     }

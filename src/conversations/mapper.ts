@@ -105,7 +105,7 @@ export function toStoredEventJson(row: StoredEventRow, options: { keepEncryptedC
  */
 export function eventPageBody(
   rows: StoredEventRow[],
-  next: { afterSeq: number | null; beforeSeq: number | null; cursor: string | null },
+  next: { afterSeq: number | null; beforeSeq: number | null; cursor: string | null; indexedThrough?: string },
   payloadOf: (payload: string) => string = withoutEncryptedContent,
 ): Buffer {
   const heads: string[] = [];
@@ -119,7 +119,8 @@ export function eventPageBody(
     size += head.length + Buffer.byteLength(event) + 1;
   }
   const start = '{"items":[';
-  const end = `],"next_after_seq":${next.afterSeq},"next_before_seq":${next.beforeSeq},"next_cursor":${next.cursor === null ? 'null' : JSON.stringify(next.cursor)}}`;
+  const through = next.indexedThrough === undefined ? '' : `,"indexed_through":${JSON.stringify(next.indexedThrough)}`;
+  const end = `],"next_after_seq":${next.afterSeq},"next_before_seq":${next.beforeSeq},"next_cursor":${next.cursor === null ? 'null' : JSON.stringify(next.cursor)}${through}}`;
   const body = Buffer.allocUnsafe(start.length + size + Buffer.byteLength(end));
   let at = body.write(start, 0, 'latin1');
   for (let i = 0; i < heads.length; i++) {

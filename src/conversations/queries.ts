@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sqlRows, sqlRun, type SqlRunner } from '../db/sql.ts';
 import type { ConversationViewRow, StoredEventRow } from './mapper.ts';
+import { searchCondition } from '../search/queries.ts';
 import type { ConversationFilter, ConversationPosition, ConversationSort, EventFilter, EventOrder } from './search.ts';
 
 /** The conversations' SQL: the webhook's group write, the reads and their filters, the info's upsert. */
@@ -348,6 +349,11 @@ function eventConditions(filter: EventFilter, values: SqlValues): string[] {
   else if (filter.sources.length > 1) conditions.push(`source = any(${values.add(filter.sources)}::text[])`);
   if (filter.since !== null) conditions.push(`event_time >= ${values.add(filter.since)}::timestamptz`);
   if (filter.until !== null) conditions.push(`event_time <= ${values.add(filter.until)}::timestamptz`);
+  if (filter.q !== null) {
+    // Through the index rows of this conversation (their primary key), not the whole index.
+    conditions.push(`exists (select 1 from event_search s where s.conversation_id = conversation_events.conversation_id
+      and s.seq = conversation_events.seq and ${searchCondition(filter.q, (value) => values.add(value))})`);
+  }
   return conditions;
 }
 

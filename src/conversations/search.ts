@@ -3,6 +3,7 @@ import type { components } from '../../generated/openapi.ts';
 import { InvalidInputError } from '../errors.ts';
 import { canonicalUuid, UUID_PATTERN } from '../uuid.ts';
 import { isoInstant } from './event-time.ts';
+import { parseSearchQuery, type SearchQuery } from '../search/query.ts';
 
 type EventKind = components['schemas']['EventKind'];
 type EventSource = components['schemas']['EventSource'];
@@ -16,10 +17,13 @@ export interface EventFilterInput {
   sources?: EventSource[];
   since?: string;
   until?: string;
+  /** Search syntax (src/search/query.ts): only events whose searchable text matches. */
+  q?: string;
 }
 
 /** The filters, checked and normalized (instants in UTC, sets sorted). */
 export interface EventFilter {
+  q: SearchQuery | null;
   afterSeq: number;
   beforeSeq: number | null;
   kinds: string[];
@@ -82,7 +86,8 @@ export function eventFilterOf(input: EventFilterInput): EventFilter {
   const since = instant(input.since, 'since');
   const until = instant(input.until, 'until');
   range(since, until, 'until', 'since', input.until);
-  return { afterSeq, beforeSeq, kinds: uniqueSorted(input.kinds), sources: uniqueSorted(input.sources), since, until };
+  const q = input.q === undefined ? null : parseSearchQuery(input.q);
+  return { q, afterSeq, beforeSeq, kinds: uniqueSorted(input.kinds), sources: uniqueSorted(input.sources), since, until };
 }
 
 /** Checks and normalizes the conversation filters. */
@@ -176,4 +181,17 @@ export function conversationCursorPosition(cursor: string, filter: ConversationF
   if (!INSTANT_TEXT.test(key) || isoInstant(key) === null || !UUID_PATTERN.test(id)) throw badCursor(cursor);
   if (value.s !== sort || value.f !== fingerprint(['conversations', filter])) throw foreignCursor(cursor, 'sort');
   return { key, id };
+}
+
+/** The next-page cursor of an event search: the last hit's ordinal, bound to the query and its filters. */
+export function hitCursor(query: unknown, lastOrdinal: string): string {
+  return encode({ f: fingerprint(['hits', query]), p: lastOrdinal });
+}
+
+/** The ordinal a cursor of this same search continues below (422 for any other cursor). */
+export function hitCursorPosition(cursor: string, query: unknown): string {
+  const value = decode(cursor);
+  if (typeof value.f !== 'string' || typeof value.p !== 'string' || !/^[1-9]\d{0,17}$/.test(value.p)) throw badCursor(cursor);
+  if (value.f !== fingerprint(['hits', query])) throw foreignCursor(cursor, 'filters');
+  return value.p;
 }

@@ -26,6 +26,7 @@ import { Migration20261127010000_webhook_events_marker } from './migrations/Migr
 import { Migration20261127020000_retire_legacy_delivery_jobs } from './migrations/Migration20261127020000_retire_legacy_delivery_jobs.ts';
 import { Migration20261127100000_unrecognized_events } from './migrations/Migration20261127100000_unrecognized_events.ts';
 import { Migration20261127110000_refused_deliveries } from './migrations/Migration20261127110000_refused_deliveries.ts';
+import { Migration20261127120000_event_search } from './migrations/Migration20261127120000_event_search.ts';
 import { Migration20261127130000_share_links } from './migrations/Migration20261127130000_share_links.ts';
 import { Migration20261127135000_usage } from './migrations/Migration20261127135000_usage.ts';
 import { Migration20261127140000_rate_limits_and_idempotency } from './migrations/Migration20261127140000_rate_limits_and_idempotency.ts';
@@ -57,6 +58,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127020000_retire_legacy_delivery_jobs', class: Migration20261127020000_retire_legacy_delivery_jobs },
   { name: 'Migration20261127100000_unrecognized_events', class: Migration20261127100000_unrecognized_events },
   { name: 'Migration20261127110000_refused_deliveries', class: Migration20261127110000_refused_deliveries },
+  { name: 'Migration20261127120000_event_search', class: Migration20261127120000_event_search },
   { name: 'Migration20261127130000_share_links', class: Migration20261127130000_share_links },
   { name: 'Migration20261127135000_usage', class: Migration20261127135000_usage },
   { name: 'Migration20261127140000_rate_limits_and_idempotency', class: Migration20261127140000_rate_limits_and_idempotency },

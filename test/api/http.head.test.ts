@@ -159,7 +159,10 @@ describe('HEAD on every GET operation', function () {
       const pathParameters = operation.parameters.filter((p) => p.in === 'path');
       const known = pathParameters.every((p) => p.name in PATH_VALUES);
       const values = Object.fromEntries(pathParameters.map((p) => [p.name, PATH_VALUES[p.name] ?? valueFromSchema(p)]));
-      const path = fillPath(operation.path, values);
+      // Required query parameters (the search's `q`) take their schema's example.
+      const required = operation.parameters.filter((p) => p.in === 'query' && p.required);
+      const query = required.map((p) => `${p.name}=${encodeURIComponent(valueFromSchema(p))}`).join('&');
+      const path = fillPath(operation.path, values) + (query ? `?${query}` : '');
       const headers = headersFor(operation);
 
       const first = await get(port, path, headers);

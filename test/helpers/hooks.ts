@@ -65,6 +65,7 @@ export const TABLES = [
   'tracker_deliveries',
   'workspace_links',
   'workspaces',
+  'event_search',
   'conversation_events',
   'conversations',
   'verified_models',

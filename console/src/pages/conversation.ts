@@ -39,6 +39,8 @@ export const conversationPage: Page = (main, route) => {
   const started = h('dd', { id: 'started' }, '–');
   let conversation: Conversation | undefined;
   const outline = new Outline(rows, (seq) => void showEvent(seq));
+  // Made once: the header is rebuilt as the conversation changes, the find bar keeps its state.
+  const find = findBar();
   replace(main, header, problems, h('div', { class: 'viewer-body' }, outline.element, list.element));
 
   function showHeader(shown: Conversation): void {
@@ -63,6 +65,7 @@ export const conversationPage: Page = (main, route) => {
         h('div', null, h('dt', null, 'Last event'), lastEvent),
       ),
       conversation.delivery_refusals ? refusalBanner(conversation.delivery_refusals) : null,
+      find,
     );
     updateLiveFacts();
   }
@@ -165,6 +168,54 @@ export const conversationPage: Page = (main, route) => {
     for (const key of updated) list.refresh(key);
     outline.update();
     updateLiveFacts();
+  }
+
+  /**
+   * Find in this conversation (`q` on its events, the search syntax): Next and Previous (Enter,
+   * Shift+Enter) go to the following or preceding matching event from the last one found.
+   */
+  function findBar(): HTMLElement {
+    const input = h('input', { id: 'find-q', type: 'search', maxlength: 500, autocomplete: 'off', placeholder: 'Find in this conversation', 'aria-label': 'Find in this conversation' });
+    const previous = h('button', { type: 'button', class: 'btn small', id: 'find-previous' }, 'Previous');
+    const next = h('button', { type: 'submit', class: 'btn small', id: 'find-next' }, 'Next');
+    const result = h('span', { class: 'hint', id: 'find-status', 'aria-live': 'polite' });
+    let at = route.seq ?? 0;
+    let counted: string | undefined;
+    let total = 0;
+    async function go(forward: boolean): Promise<void> {
+      const q = input.value.trim();
+      if (!q) return;
+      const query = forward ? { q, order: 'asc' as const, limit: 1, after_seq: at } : { q, order: 'desc' as const, limit: 1, ...(at > 0 ? { before_seq: at } : {}) };
+      const path = { conversation_id: id };
+      if (counted !== q) {
+        const { data } = await api.GET('/api/v1/conversations/{conversation_id}/events/count', { params: { path, query: { q } } });
+        counted = q;
+        total = data?.count ?? 0;
+      }
+      const { data, error, response } = await api.GET('/api/v1/conversations/{conversation_id}/events', { params: { path, query } });
+      if (stopped) return;
+      if (!data) return void (result.textContent = describeError(error, response.status));
+      const matches = `${total.toLocaleString()} match${total === 1 ? '' : 'es'}`;
+      const found = data.items[0];
+      if (!found) return void (result.textContent = total === 0 ? 'No match' : `${matches} · no ${forward ? 'later' : 'earlier'} one`);
+      at = found.seq;
+      result.textContent = `#${found.seq} · ${matches}`;
+      await showEvent(found.seq);
+    }
+    const form = h('form', { class: 'find-bar', role: 'search', id: 'find' }, input, previous, next, result);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      void go(true);
+    });
+    input.addEventListener('keydown', (event) => {
+      if (event.key === 'Enter' && event.shiftKey) {
+        event.preventDefault();
+        void go(false);
+      }
+    });
+    input.addEventListener('input', () => (counted = undefined));
+    previous.addEventListener('click', () => void go(false));
+    return form;
   }
 
   /** Scrolls to event `seq` (loading older pages up to it first), marks it and gives it the focus. */

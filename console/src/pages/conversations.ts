@@ -1,7 +1,11 @@
 import { api, describeError, type Schemas } from '../api.ts';
 import { badge, h, money, notice, relative, replace } from '../dom.ts';
+
+/** Appends `child` to `parent` and returns the parent. */
+const append = <T extends HTMLElement>(parent: T, child: Node): T => (parent.append(child), parent);
 import type { Page } from '../main.ts';
 import { replaceQuery } from '../router.ts';
+import { contentSearch } from './content-search.ts';
 
 type Conversation = Schemas['Conversation'];
 type Status = Schemas['ExecutionStatus'];
@@ -37,6 +41,17 @@ export const conversationsPage: Page = (main, route) => {
     h('div', null, h('label', { for: 'search-sort' }, 'Order'), sort),
     h('button', { type: 'submit', class: 'btn primary' }, 'Search'),
   );
+  const listCard = h('div', { class: 'card flush' });
+  const pager = h('div', { class: 'pager' }, more);
+  // Searching inside conversations shows hits in place of the list; an empty box brings the list back.
+  const inside = contentSearch((active) => {
+    for (const part of [form, listCard, status, pager]) part.hidden = active;
+    const query = new URLSearchParams(location.hash.split('?')[1] ?? '');
+    const text = (document.getElementById('content-q') as HTMLInputElement | null)?.value.trim() ?? '';
+    if (active) query.set('content', text);
+    else query.delete('content');
+    replaceQuery(query);
+  }, route.query.get('content') ?? '');
   let cursor: string | undefined;
   let stopped = false;
   let generation = 0;
@@ -56,6 +71,8 @@ export const conversationsPage: Page = (main, route) => {
       rows.replaceChildren();
       const query = new URLSearchParams();
       for (const [name, value] of Object.entries({ q: q.value.trim(), status: state.value, created_since: since.value, sort: sort.value === 'created_desc' ? '' : sort.value })) if (value) query.set(name, value);
+      const content = route.query.get('content');
+      if (content && !form.hidden) query.delete('content');
       replaceQuery(query);
       void api.GET('/api/v1/conversations/count', { params: { query: filters() } }).then(({ data }) => {
         if (data && mine === generation) total.textContent = `${data.count.toLocaleString()} conversation${data.count === 1 ? '' : 's'}`;
@@ -83,10 +100,11 @@ export const conversationsPage: Page = (main, route) => {
   replace(
     main,
     h('div', { class: 'page-head' }, h('h1', null, 'Conversations'), total),
+    inside.form,
+    inside.results,
     form,
-    h(
-      'div',
-      { class: 'card flush' },
+    append(
+      listCard,
       h(
         'table',
         { class: 'list', id: 'conversations' },
@@ -96,10 +114,14 @@ export const conversationsPage: Page = (main, route) => {
       ),
     ),
     status,
-    h('div', { class: 'pager' }, more),
+    pager,
   );
   void load(true);
-  return () => (stopped = true);
+  if (route.query.get('content')) inside.run();
+  return () => {
+    stopped = true;
+    inside.stop();
+  };
 };
 
 function row(conversation: Conversation): HTMLElement {

@@ -141,7 +141,7 @@ function chart(id: string, title: string, rows: Row[], series: Series[], format:
       return svg('rect', { class: s.className, x: i * slot + 1.5, y: top, width: slot - 3, height: size });
     });
     // A full-height target, so a day without usage still shows its numbers on hover.
-    return svg('g', { class: 'day' }, svg('title', null, dayDescription(row)), svg('rect', { class: 'hit', x: i * slot, y: 0, width: slot, height }), parts);
+    return svg('g', { class: 'day' }, svg('title', null, dayDescription(row)), svg('rect', { class: 'day-hover', x: i * slot, y: 0, width: slot, height }), parts);
   });
   const total = rows.reduce((sum, row) => sum + series.reduce((s, item) => s + item.value(row), 0), 0);
   return h(

@@ -23,6 +23,7 @@ function eventFilterOf(query: CountEventsQuery): EventFilterInput {
     sources: list(query.source),
     since: query.since,
     until: query.until,
+    q: query.q,
   };
 }
 

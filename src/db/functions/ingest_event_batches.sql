@@ -13,7 +13,8 @@
 --   the owner (the application answers 403); the other batches of the group are stored;
 -- - events already stored are skipped (first write wins), the others get dense sequence numbers in arrival
 --   order (`event_time` null: the time received); `stored` counts each batch's new events;
--- - a conversation's execution status becomes the last status its new events carry.
+-- - a conversation's execution status becomes the last status its new events carry;
+-- - a conversation with new events is marked for the search indexer (`search_from`).
 -- Conversations are locked in id order, so concurrent groups cannot deadlock. Notifications on
 -- `conversation_activity` keep their order within a conversation: deltas (after the ownership check, so
 -- nobody publishes into another's conversation), then the stored events, then the status.
@@ -103,6 +104,8 @@ begin
       event_count = c.event_count + x.fresh_count,
       execution_status = coalesce(x.status, c.execution_status),
       last_event_at = case when x.fresh_count > 0 then now() else c.last_event_at end,
+      -- The search indexer's mark: new events are owed from here (src/search/indexer.ts).
+      search_from = case when x.fresh_count > 0 then coalesce(c.search_from, c.event_count + 1) else c.search_from end,
       updated_at = now()
     from (
       select distinct b.conversation, coalesce(n.fresh_count, 0) as fresh_count, l.status

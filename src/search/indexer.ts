@@ -1,0 +1,125 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { SearchConfig } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import * as queries from './queries.ts';
+import { eventText, indexVector } from './text.ts';
+
+/** Arbitrary constant: the advisory lock of the one indexing transaction at a time (across instances). */
+export const SEARCH_INDEXER_LOCK_ID = 7_240_135;
+
+/** Conversations taken per transaction at most, and events of one conversation. */
+const CONVERSATIONS_PER_CYCLE = 200;
+const EVENTS_PER_CONVERSATION = 500;
+
+export interface IndexCycle {
+  /** Another instance held the lock: this one did nothing. */
+  skipped: boolean;
+  conversations: number;
+  events: number;
+}
+
+/**
+ * Fills `event_search` from what the webhook stored, behind it: the webhook only marks a conversation
+ * (`search_from`); each cycle reads marked conversations' new events, extracts their text and, in the
+ * same transaction, inserts the index rows and moves the marks. A crash rolls both back, so nothing is
+ * lost and nothing indexed twice; a transaction-level advisory lock lets one instance index at a time.
+ */
+export class SearchIndexer {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private stopped = true;
+  /** Where the next cycle starts in id order, so a busy conversation cannot starve the others. */
+  private resumeAfter: string | null = null;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly config: Pick<SearchConfig, 'intervalMs' | 'batchEvents'>,
+    private readonly log: Logger,
+  ) {}
+
+  /** Indexes until `stop()`: at once while there is work, every `intervalMs` when there was none. */
+  start(): void {
+    this.stopped = false;
+    const schedule = (delay: number) => {
+      this.timer = setTimeout(() => {
+        this.running = this.indexOnce()
+          .then((cycle) => cycle.events > 0 && !cycle.skipped)
+          .catch((error: unknown) => {
+            this.log.error({ err: error }, 'search indexing failed');
+            return false;
+          })
+          .then((busy) => {
+            this.running = undefined;
+            if (!this.stopped) schedule(busy ? 0 : this.config.intervalMs);
+          });
+      }, delay);
+    };
+    schedule(0);
+  }
+
+  /** Stops scheduling and waits for the cycle in flight. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** One transaction: up to `batchEvents` events indexed and their marks moved, unless another instance is indexing. */
+  async indexOnce(): Promise<IndexCycle> {
+    return this.em.getConnection().getKnex().transaction(async (trx) => {
+      if (!(await queries.tryLockIndexer(trx, SEARCH_INDEXER_LOCK_ID))) return { skipped: true, conversations: 0, events: 0 };
+      const perConversation = Math.min(EVENTS_PER_CONVERSATION, this.config.batchEvents);
+      const ranges = await queries.pendingRanges(trx, this.resumeAfter, CONVERSATIONS_PER_CYCLE, perConversation);
+      const taken: queries.PendingRange[] = [];
+      let budget = this.config.batchEvents;
+      for (const range of ranges) {
+        if (budget <= 0) break;
+        const to = Math.min(range.to_seq, range.from_seq + budget - 1);
+        taken.push({ ...range, to_seq: to });
+        budget -= to - range.from_seq + 1;
+      }
+      if (taken.length === 0) {
+        this.resumeAfter = null;
+        return { skipped: false, conversations: 0, events: 0 };
+      }
+      const events = await queries.pendingEvents(trx, taken);
+      const owners = new Map(taken.map((range) => [range.id, range.owner_id]));
+      const rows: queries.IndexRows = { conversationIds: [], seqs: [], owners: [], kinds: [], sources: [], eventTimes: [], lexemes: [] };
+      for (const event of events) {
+        const lexemes = indexVector(textOfPayload(event.payload));
+        rows.conversationIds.push(event.conversation_id);
+        rows.seqs.push(event.seq);
+        rows.owners.push(owners.get(event.conversation_id)!);
+        rows.kinds.push(event.kind);
+        rows.sources.push(event.source);
+        rows.eventTimes.push(event.event_time);
+        rows.lexemes.push(lexemes);
+      }
+      await queries.insertIndexRows(trx, rows);
+      await queries.advanceWatermarks(trx, taken);
+      this.resumeAfter = taken[taken.length - 1]!.id;
+      return { skipped: false, conversations: taken.length, events: events.length };
+    });
+  }
+
+  /** Indexes until nothing is owed (tests, benchmarks); waits for another instance's cycle rather than skipping. */
+  async catchUp(): Promise<number> {
+    let events = 0;
+    for (;;) {
+      const cycle = await this.indexOnce();
+      events += cycle.events;
+      if (cycle.skipped) await new Promise((resolve) => setTimeout(resolve, 20));
+      else if (cycle.conversations === 0) return events;
+    }
+  }
+}
+
+/** The searchable text of a stored event's JSON (any JSON the webhook stored: an unparsable one gives none). */
+export function textOfPayload(payload: string): string {
+  try {
+    const event = JSON.parse(payload) as unknown;
+    return event && typeof event === 'object' && !Array.isArray(event) ? eventText(event as Record<string, unknown>) : '';
+  } catch {
+    return '';
+  }
+}
