@@ -785,6 +785,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook-endpoints/{endpoint_id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-send the endpoint's failed messages of a time window
+         * @description After a receiver's outage: every message of this endpoint whose delivery `failed` and that was
+         *     stored between `since` and `until` (default: now) is attempted once more, oldest first, one at a
+         *     time, as a new attempt of the same message (same `webhook-id`, a fresh signature). The task runs
+         *     in the background (202); `getWebhookRecoverTask` shows its progress. It stops at the first attempt
+         *     that fails (state `failed`), so the receiver never gets a later message before an earlier one;
+         *     recovering again resumes from that message. At most 10,000 messages per task, and `since` at most
+         *     14 days ago (as Svix); one task per endpoint runs at a time (409 while one runs). A disabled endpoint
+         *     must be enabled first (409).
+         */
+        post: operations["recoverWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/recover/{task_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+                /**
+                 * @description Recovery task id (UUID), from `recoverWebhookEndpoint`.
+                 * @example 0b8e6c2a-51d4-4f2e-9a7c-3d1e5f7a9b2c
+                 */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A recovery's progress
+         * @description How many of the window's failed messages were sent again and how many succeeded; `completed` once every one was sent, `failed` when an attempt failed (`last_error` says why).
+         */
+        get: operations["getWebhookRecoverTask"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook-endpoints/{endpoint_id}/messages": {
         parameters: {
             query?: never;
@@ -3540,6 +3604,65 @@ export interface components {
             /** @description Attempts. */
             items: components["schemas"]["WebhookAttempt"][];
         };
+        /** @description The window of a recovery, by the messages' `created_at`. */
+        WebhookRecoverRequest: {
+            /**
+             * Format: date-time
+             * @description Messages stored at or after this time; at most 14 days ago.
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description Messages stored before this time; absent or null → now.
+             */
+            until?: string | null;
+        };
+        /** @description A recovery of an endpoint's failed messages and its progress. */
+        WebhookRecoverTask: {
+            /**
+             * Format: uuid
+             * @description Task id.
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The endpoint.
+             */
+            endpoint_id: string;
+            /**
+             * Format: date-time
+             * @description Start of the window.
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description End of the window (exclusive).
+             */
+            until: string;
+            /**
+             * @description `running`; `completed` when every message was sent again; `failed` when an attempt failed (the task stopped there).
+             * @enum {string}
+             */
+            state: "running" | "completed" | "failed";
+            /** @description Failed messages in the window when the task started (at most 10,000). */
+            total: number;
+            /** @description Messages attempted again so far. */
+            sent: number;
+            /** @description Of those, the ones the receiver accepted. */
+            succeeded: number;
+            /** @description Why the task stopped, when it failed. */
+            last_error: string | null;
+            /**
+             * Format: date-time
+             * @description When it started.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it completed or failed; null while running.
+             */
+            finished_at: string | null;
+        };
         /** @description The user to make a super admin, by id or by e-mail. */
         SuperAdminGrant: components["schemas"]["UserById"] | components["schemas"]["UserByEmail"];
         /** @description A user named by id. */
@@ -5664,6 +5787,114 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookMessage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    recoverWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "since": "2026-11-25T08:00:00.000Z",
+                 *       "until": "2026-11-25T12:00:00.000Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookRecoverRequest"];
+            };
+        };
+        responses: {
+            /** @description The recovery was started. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0b8e6c2a-51d4-4f2e-9a7c-3d1e5f7a9b2c",
+                     *       "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *       "since": "2026-11-25T08:00:00.000Z",
+                     *       "until": "2026-11-25T12:00:00.000Z",
+                     *       "state": "running",
+                     *       "total": 42,
+                     *       "sent": 0,
+                     *       "succeeded": 0,
+                     *       "last_error": null,
+                     *       "created_at": "2026-11-25T12:30:00.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookRecoverTask"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookRecoverTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+                /**
+                 * @description Recovery task id (UUID), from `recoverWebhookEndpoint`.
+                 * @example 0b8e6c2a-51d4-4f2e-9a7c-3d1e5f7a9b2c
+                 */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0b8e6c2a-51d4-4f2e-9a7c-3d1e5f7a9b2c",
+                     *       "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *       "since": "2026-11-25T08:00:00.000Z",
+                     *       "until": "2026-11-25T12:00:00.000Z",
+                     *       "state": "completed",
+                     *       "total": 42,
+                     *       "sent": 42,
+                     *       "succeeded": 42,
+                     *       "last_error": null,
+                     *       "created_at": "2026-11-25T12:30:00.000Z",
+                     *       "finished_at": "2026-11-25T12:30:04.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookRecoverTask"];
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -30,11 +30,17 @@ type RecordConfig = Pick<OutboundWebhookConfig, 'retryScheduleMs' | 'disableAfte
  * Records the attempts of one job (one message; several endpoints for a first attempt) in one
  * transaction of set-based statements: the attempt rows, the deliveries' states, the next attempts'
  * jobs, and the endpoints' failure bookkeeping. Returns the attempts recorded: one another worker
- * recorded first is left out.
+ * recorded first is left out. Without `retries` (a recovery's attempt) a failure is final.
  */
-export async function recordAttempts(knex: Knex, queue: OutboundQueue, config: RecordConfig, made: Attempt[]): Promise<JudgedAttempt[]> {
+export async function recordAttempts(
+  knex: Knex,
+  queue: OutboundQueue,
+  config: RecordConfig,
+  made: Attempt[],
+  options: { retries: boolean } = { retries: true },
+): Promise<JudgedAttempt[]> {
   if (made.length === 0) return [];
-  const judged = made.map((attempt) => judge(attempt, config.retryScheduleMs));
+  const judged = made.map((attempt) => judge(attempt, options.retries ? config.retryScheduleMs : []));
   const messageId = made[0]!.row.id;
   return knex.transaction(async (trx) => {
     const ours = await insertAttempts(trx, messageId, judged);

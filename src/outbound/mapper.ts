@@ -1,10 +1,12 @@
 import type { components } from '../../generated/openapi.ts';
+import type { RecoverTaskRow } from './queries.ts';
 
 export type WebhookEndpointView = components['schemas']['WebhookEndpoint'];
 export type WebhookEndpointWithSecret = components['schemas']['WebhookEndpointWithSecret'];
 export type WebhookMessageView = components['schemas']['WebhookMessage'];
 export type WebhookAttemptView = components['schemas']['WebhookAttempt'];
 export type WebhookEventType = components['schemas']['WebhookEventType'];
+export type WebhookRecoverTaskView = components['schemas']['WebhookRecoverTask'];
 
 /** A `webhook_endpoints` row as the driver returns it. */
 export interface EndpointRow {
@@ -87,5 +89,21 @@ export function toAttemptView(row: AttemptRow): WebhookAttemptView {
     status_code: row.status_code,
     error: row.error,
     response_excerpt: row.response_excerpt,
+  };
+}
+
+export function toRecoverTaskView(row: RecoverTaskRow): WebhookRecoverTaskView {
+  return {
+    id: row.id,
+    endpoint_id: row.endpoint_id,
+    since: iso(row.since),
+    until: iso(row.until),
+    state: row.state,
+    total: row.total,
+    sent: row.sent,
+    succeeded: row.succeeded,
+    last_error: row.last_error,
+    created_at: iso(row.created_at),
+    finished_at: row.finished_at ? iso(row.finished_at) : null,
   };
 }

@@ -374,3 +374,119 @@ export async function outboundQueueDepth(on: SqlRunner): Promise<number> {
   );
   return row!.pending;
 }
+
+// Recovery (re-sending an endpoint's failed messages of a window, in order)
+
+/** A `webhook_recover_tasks` row as the driver returns it. */
+export interface RecoverTaskRow {
+  id: string;
+  endpoint_id: string;
+  since: Date;
+  until: Date;
+  state: 'running' | 'completed' | 'failed';
+  total: number;
+  sent: number;
+  succeeded: number;
+  cursor_created_at: Date | null;
+  cursor_message_id: string | null;
+  last_error: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+/** Locks the endpoint's row until the transaction ends: one recovery starts at a time per endpoint. */
+export async function lockEndpoint(trx: SqlRunner, id: string): Promise<void> {
+  await sqlRun(trx, 'select 1 from webhook_endpoints where id = $1 for update', [id]);
+}
+
+/** Whether a recovery of the endpoint is running. */
+export async function hasRunningRecoverTask(on: SqlRunner, endpointId: string): Promise<boolean> {
+  const rows = await sqlRows(on, `select 1 from webhook_recover_tasks where endpoint_id = $1 and state = 'running' limit 1`, [endpointId]);
+  return rows.length > 0;
+}
+
+/** How many of the endpoint's deliveries failed among the messages stored in `[since, until)`, counted up to `cap`. */
+export async function countFailedDeliveries(on: SqlRunner, endpointId: string, since: string, until: string, cap: number): Promise<number> {
+  const [row] = await sqlRows<{ count: number }>(
+    on,
+    `select count(*)::integer as count from (select 1 from webhook_deliveries
+       where endpoint_id = $1 and state = 'failed' and created_at >= $2 and created_at < $3 limit $4) f`,
+    [endpointId, since, until, cap],
+  );
+  return row!.count;
+}
+
+/** A new recovery task; one with nothing to send is completed at once. */
+export async function insertRecoverTask(
+  trx: SqlRunner,
+  task: { id: string; endpointId: string; since: string; until: string; total: number },
+): Promise<RecoverTaskRow> {
+  const [row] = await sqlRows<RecoverTaskRow>(
+    trx,
+    `insert into webhook_recover_tasks (id, endpoint_id, since, until, total, state, finished_at)
+     values ($1, $2, $3, $4, $5, case when $5 = 0 then 'completed' else 'running' end, case when $5 = 0 then now() end) returning *`,
+    [task.id, task.endpointId, task.since, task.until, task.total],
+  );
+  return row!;
+}
+
+/** One recovery task of the endpoint. */
+export async function findRecoverTask(on: SqlRunner, id: string, endpointId: string): Promise<RecoverTaskRow | undefined> {
+  const [row] = await sqlRows<RecoverTaskRow>(on, 'select * from webhook_recover_tasks where id = $1 and endpoint_id = $2', [id, endpointId]);
+  return row;
+}
+
+/** Takes a running task no worker holds (its lease lapsed or never taken) for `leaseMs`; skips those another instance is taking. */
+export async function claimRecoverTask(on: SqlRunner, leaseMs: number): Promise<RecoverTaskRow | undefined> {
+  const [row] = await sqlRows<RecoverTaskRow>(
+    on,
+    `update webhook_recover_tasks t set lease_until = now() + ($1 * interval '1 millisecond')
+     from (select id from webhook_recover_tasks where state = 'running' and (lease_until is null or lease_until < now())
+           order by created_at limit 1 for update skip locked) c
+     where t.id = c.id returning t.*`,
+    [leaseMs],
+  );
+  return row;
+}
+
+/** The endpoint's next failed delivery of the task's window after its cursor, in (created_at, message_id) order. */
+export async function nextFailedDelivery(on: SqlRunner, task: RecoverTaskRow): Promise<{ message_id: string; created_at: Date } | undefined> {
+  const [row] = await sqlRows<{ message_id: string; created_at: Date }>(
+    on,
+    `select message_id, created_at from webhook_deliveries
+     where endpoint_id = $1 and state = 'failed' and created_at >= $2 and created_at < $3
+       and ($4::timestamptz is null or (created_at, message_id) > ($4::timestamptz, $5::text))
+     order by created_at, message_id limit 1`,
+    [task.endpoint_id, task.since, task.until, task.cursor_created_at, task.cursor_message_id],
+  );
+  return row;
+}
+
+/** Records one message handled by the task and renews its lease; undefined when the task is gone (its endpoint deleted). */
+export async function advanceRecoverTask(
+  on: SqlRunner,
+  step: { id: string; createdAt: Date; messageId: string; sent: number; succeeded: number; leaseMs: number },
+): Promise<RecoverTaskRow | undefined> {
+  const [row] = await sqlRows<RecoverTaskRow>(
+    on,
+    `update webhook_recover_tasks set cursor_created_at = $2, cursor_message_id = $3, sent = sent + $4, succeeded = succeeded + $5,
+       lease_until = now() + ($6 * interval '1 millisecond')
+     where id = $1 and state = 'running' returning *`,
+    [step.id, step.createdAt, step.messageId, step.sent, step.succeeded, step.leaseMs],
+  );
+  return row;
+}
+
+/** Ends a task: `completed`, or `failed` with why. */
+export async function finishRecoverTask(on: SqlRunner, id: string, state: 'completed' | 'failed', error: string | null): Promise<void> {
+  await sqlRun(on, `update webhook_recover_tasks set state = $2, last_error = $3, finished_at = now(), lease_until = null where id = $1 and state = 'running'`, [
+    id,
+    state,
+    error,
+  ]);
+}
+
+/** Lets another worker take the task at once (this one is stopping). */
+export async function releaseRecoverTask(on: SqlRunner, id: string): Promise<void> {
+  await sqlRun(on, `update webhook_recover_tasks set lease_until = null where id = $1 and state = 'running'`, [id]);
+}

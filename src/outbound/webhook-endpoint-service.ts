@@ -10,6 +10,7 @@ import {
   toAttemptView,
   toEndpointView,
   toMessageView,
+  toRecoverTaskView,
   type EndpointRow,
   type MessageRow,
   type WebhookAttemptView,
@@ -17,24 +18,31 @@ import {
   type WebhookEndpointWithSecret,
   type WebhookEventType,
   type WebhookMessageView,
+  type WebhookRecoverTaskView,
 } from './mapper.ts';
 import type { OutboundQueue } from './outbound-queue.ts';
 import {
   countEndpoints,
+  countFailedDeliveries,
   deleteEndpoint,
   findDelivery,
   findOwnedEndpoint,
+  findRecoverTask,
+  hasRunningRecoverTask,
   insertEndpoint,
+  insertRecoverTask,
   insertTestDelivery,
   insertTestMessage,
   listAttempts,
   listDeliveries,
   listEndpoints,
+  lockEndpoint,
   lockUser,
   markDeliveryPending,
   rotateEndpointSecret,
   updateEndpoint,
 } from './queries.ts';
+import { RECOVER_LIMIT, RECOVER_MAX_AGE_MS } from './recovery.ts';
 import { generateSecret } from './signing.ts';
 import { checkEndpointUrl } from './target-guard.ts';
 
@@ -202,6 +210,37 @@ export class WebhookEndpointService {
       return { ...message, state: 'pending' as const, attempts, next_attempt_at: new Date() };
     });
     return toMessageView(row);
+  }
+
+  /**
+   * Starts a recovery of the endpoint's failed messages stored in `[since, until)` (until: now), run by
+   * a delivery worker (recovery.ts). 409 when the endpoint is disabled or a recovery of it runs.
+   */
+  async recover(principal: Principal, id: string, window: { since: string; until?: string | null }): Promise<WebhookRecoverTaskView> {
+    const endpoint = await this.owned(principal, id);
+    const since = new Date(window.since);
+    const until = window.until ? new Date(window.until) : new Date();
+    if (since.getTime() < Date.now() - RECOVER_MAX_AGE_MS) {
+      throw new InvalidInputError('Cannot recover messages more than 14 days old', ['body', 'since'], 'value_error', window.since);
+    }
+    if (until <= since) throw new InvalidInputError('until must be later than since', ['body', 'until'], 'value_error', window.until);
+    if (endpoint.disabled) throw new ConflictError('The endpoint is disabled; enable it before recovering its messages');
+    const row = await this.knex.transaction(async (trx) => {
+      await lockEndpoint(trx, endpoint.id);
+      if (await hasRunningRecoverTask(trx, endpoint.id)) throw new ConflictError('A recovery of this endpoint is running');
+      const total = await countFailedDeliveries(trx, endpoint.id, since.toISOString(), until.toISOString(), RECOVER_LIMIT);
+      const task = await insertRecoverTask(trx, { id: randomUUID(), endpointId: endpoint.id, since: since.toISOString(), until: until.toISOString(), total });
+      await audit(trx, principal, 'webhook_endpoint.recovery_started', endpoint.id, { task_id: task.id, since: task.since, until: task.until, total });
+      return task;
+    });
+    return toRecoverTaskView(row);
+  }
+
+  async getRecoverTask(principal: Principal, id: string, taskId: string): Promise<WebhookRecoverTaskView> {
+    const endpoint = await this.owned(principal, id);
+    const task = await findRecoverTask(this.em, canonicalUuid(taskId), endpoint.id);
+    if (!task) throw new NotFoundError('Recovery task not found');
+    return toRecoverTaskView(task);
   }
 
   private async owned(principal: Principal, id: string): Promise<EndpointRow> {

@@ -50,6 +50,7 @@ export const TABLES = [
   'spend_totals',
   'spend_usages',
   'audit_log',
+  'webhook_recover_tasks',
   'webhook_attempts',
   'webhook_deliveries',
   'webhook_messages',

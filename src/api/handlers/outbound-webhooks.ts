@@ -4,6 +4,8 @@ import { principalOf, respond, type OperationHandlers } from '../context.ts';
 
 type EndpointPath = operations['getWebhookEndpoint']['parameters']['path'];
 type MessagePath = operations['retryWebhookMessage']['parameters']['path'];
+type RecoverTaskPath = operations['getWebhookRecoverTask']['parameters']['path'];
+type RecoverBody = operations['recoverWebhookEndpoint']['requestBody']['content']['application/json'];
 type MessagesQuery = NonNullable<operations['listWebhookMessages']['parameters']['query']>;
 
 /** Handlers of the `outbound-webhooks` tag: the caller's own endpoints only (another's → 404). */
@@ -44,6 +46,14 @@ export function outboundWebhookHandlers(service: WebhookEndpointService): Operat
     async listWebhookMessageAttempts(operation, ctx) {
       const { endpoint_id, message_id } = operation.request.params as MessagePath;
       respond(ctx, 200, { items: await service.listAttempts(principalOf(operation), endpoint_id, message_id) });
+    },
+    async recoverWebhookEndpoint(operation, ctx) {
+      const { endpoint_id } = operation.request.params as EndpointPath;
+      respond(ctx, 202, await service.recover(principalOf(operation), endpoint_id, operation.request.requestBody as RecoverBody));
+    },
+    async getWebhookRecoverTask(operation, ctx) {
+      const { endpoint_id, task_id } = operation.request.params as RecoverTaskPath;
+      respond(ctx, 200, await service.getRecoverTask(principalOf(operation), endpoint_id, task_id));
     },
     async retryWebhookMessage(operation, ctx) {
       const { endpoint_id, message_id } = operation.request.params as MessagePath;
