@@ -24,7 +24,7 @@ export interface JudgedAttempt extends Attempt {
   state: 'succeeded' | 'pending' | 'failed';
 }
 
-type RecordConfig = Pick<OutboundWebhookConfig, 'retryScheduleMs' | 'disableAfterMs'>;
+type RecordConfig = Pick<OutboundWebhookConfig, 'retryScheduleMs' | 'disableAfterMs' | 'retryAfterMaxMs'>;
 
 /**
  * Records the attempts of one job (one message; several endpoints for a first attempt) in one
@@ -40,7 +40,7 @@ export async function recordAttempts(
   options: { retries: boolean } = { retries: true },
 ): Promise<JudgedAttempt[]> {
   if (made.length === 0) return [];
-  const judged = made.map((attempt) => judge(attempt, options.retries ? config.retryScheduleMs : []));
+  const judged = made.map((attempt) => judge(attempt, options.retries ? config.retryScheduleMs : [], config.retryAfterMaxMs));
   const messageId = made[0]!.row.id;
   return knex.transaction(async (trx) => {
     const ours = await insertAttempts(trx, messageId, judged);
@@ -56,12 +56,14 @@ export async function recordAttempts(
   });
 }
 
-function judge(made: Attempt, schedule: readonly number[]): JudgedAttempt {
+/** A receiver's `Retry-After` (429, 503), up to `retryAfterMaxMs`, replaces the schedule's delay before the next attempt. */
+function judge(made: Attempt, schedule: readonly number[], retryAfterMaxMs: number): JudgedAttempt {
   const { result, attempt, refused } = made;
   const succeeded = result.error === null;
   const gone = result.statusCode === 410;
   const more = !succeeded && !gone && attempt < schedule.length;
-  const nextAt = more ? new Date(Date.now() + jitter(schedule[attempt]!)) : null;
+  const delay = result.retryAfterMs === undefined ? jitter(schedule[attempt] ?? 0) : Math.min(result.retryAfterMs, retryAfterMaxMs);
+  const nextAt = more ? new Date(Date.now() + delay) : null;
   const outcome: AttemptOutcome = succeeded ? 'succeeded' : gone ? 'gone' : refused && !more ? 'refused' : more ? 'retrying' : 'failed';
   const state = succeeded ? 'succeeded' : more ? 'pending' : 'failed';
   return { ...made, succeeded, gone, more, nextAt, outcome, state };
