@@ -3451,6 +3451,7 @@ export interface components {
         WebhookEventType: "conversation.created" | "conversation.events" | "conversation.status_changed" | "conversation.finished" | "checkout.completed" | "billing.balance_depleted" | "conversation.delivery_refused" | "webhook.test";
         /** @description A new webhook endpoint. */
         WebhookEndpointCreate: {
+            headers?: components["schemas"]["WebhookEndpointHeaders"];
             /** @description Absolute `https://` URL (http only when the server allows it). */
             url: string;
             /** @description Free text for the owner. */
@@ -3463,8 +3464,21 @@ export interface components {
              */
             conversation_id?: string | null;
         };
+        /**
+         * @description Custom HTTP headers sent with every message to the endpoint (for example a receiver's own
+         *     `Authorization`). They never replace the signature headers (`webhook-id`, `webhook-timestamp`,
+         *     `webhook-signature`), hop-by-hop headers (`Connection`, `Keep-Alive`, `Proxy-Authenticate`,
+         *     `Proxy-Authorization`, `TE`, `Trailer`, `Transfer-Encoding`, `Upgrade`) or the ones the server
+         *     writes (`Host`, `Content-Length`, `Content-Type`, `Content-Encoding`, `Expect`): naming one is a
+         *     422 naming the header. Names are HTTP tokens, unique whatever their case; values are stored encrypted.
+         */
+        WebhookEndpointHeaders: {
+            [key: string]: string;
+        };
         /** @description The fields to change; absent fields stay as they are. */
         WebhookEndpointUpdate: {
+            /** @description Replaces every custom header (sensitive ones too); `{}` or null removes them all. */
+            headers?: components["schemas"]["WebhookEndpointHeaders"] | null;
             /** @description Absolute `https://` URL (http only when the server allows it). */
             url?: string;
             /** @description Free text for the owner. */
@@ -3476,6 +3490,12 @@ export interface components {
         };
         /** @description A webhook endpoint (its secret is never shown here). */
         WebhookEndpoint: {
+            /** @description The custom headers sent with every message, but for the sensitive ones (`sensitive_headers`), whose values are never shown. */
+            headers: {
+                [key: string]: string;
+            };
+            /** @description Names of custom headers whose values are secrets (`Authorization`, `X-Api-Key`, `Cookie`, names ending in `token`, `secret`, `key`, …), sent but never shown. */
+            sensitive_headers: string[];
             /**
              * Format: uuid
              * @description Endpoint id.
@@ -3509,6 +3529,12 @@ export interface components {
         };
         /** @description A webhook endpoint with its signing secret, shown once. */
         WebhookEndpointWithSecret: {
+            /** @description The custom headers sent with every message, but for the sensitive ones (`sensitive_headers`), whose values are never shown. */
+            headers: {
+                [key: string]: string;
+            };
+            /** @description Names of custom headers whose values are secrets (`Authorization`, `X-Api-Key`, `Cookie`, names ending in `token`, `secret`, `key`, …), sent but never shown. */
+            sensitive_headers: string[];
             /**
              * Format: uuid
              * @description Endpoint id.
@@ -5506,6 +5532,8 @@ export interface operations {
                      *             "conversation.finished"
                      *           ],
                      *           "conversation_id": null,
+                     *           "headers": {},
+                     *           "sensitive_headers": [],
                      *           "disabled": false,
                      *           "disabled_reason": null,
                      *           "created_at": "2026-11-25T09:00:00.000Z",
@@ -5559,6 +5587,8 @@ export interface operations {
                      *         "conversation.finished"
                      *       ],
                      *       "conversation_id": null,
+                     *       "headers": {},
+                     *       "sensitive_headers": [],
                      *       "disabled": false,
                      *       "disabled_reason": null,
                      *       "created_at": "2026-11-25T09:00:00.000Z",
@@ -5605,6 +5635,8 @@ export interface operations {
                      *       "description": "",
                      *       "event_types": null,
                      *       "conversation_id": null,
+                     *       "headers": {},
+                     *       "sensitive_headers": [],
                      *       "disabled": true,
                      *       "disabled_reason": "The receiver answered 410 Gone",
                      *       "created_at": "2026-11-25T09:00:00.000Z",
@@ -5692,6 +5724,8 @@ export interface operations {
                      *         "conversation.status_changed"
                      *       ],
                      *       "conversation_id": null,
+                     *       "headers": {},
+                     *       "sensitive_headers": [],
                      *       "disabled": false,
                      *       "disabled_reason": null,
                      *       "created_at": "2026-11-25T09:00:00.000Z",
@@ -5737,6 +5771,8 @@ export interface operations {
                      *       "description": "",
                      *       "event_types": null,
                      *       "conversation_id": null,
+                     *       "headers": {},
+                     *       "sensitive_headers": [],
                      *       "disabled": false,
                      *       "disabled_reason": null,
                      *       "created_at": "2026-11-25T09:00:00.000Z",

@@ -70,7 +70,7 @@ export function post(
       method: 'POST',
       lookup: pinned,
       agent,
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'agent-platform-webhooks/1' },
+      headers: { 'user-agent': 'agent-platform-webhooks/1', ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
     });
     const timer = setTimeout(() => {
       finish(null, `No answer within ${timeoutMs} ms`, null);

@@ -16,6 +16,8 @@ export interface EndpointRow {
   description: string;
   event_types: WebhookEventType[] | null;
   conversation_id: string | null;
+  /** Custom headers, encrypted (endpoint-headers.ts); null when none. */
+  headers: string | null;
   disabled: boolean;
   disabled_reason: string | null;
   secret: string;
@@ -54,13 +56,15 @@ export interface AttemptRow {
 
 const iso = (value: Date | string): string => new Date(value).toISOString();
 
-export function toEndpointView(row: EndpointRow): WebhookEndpointView {
+/** The endpoint as its owner sees it; `headers` from `headersView` (sensitive values never shown). */
+export function toEndpointView(row: EndpointRow, headers: { headers: Record<string, string>; sensitive_headers: string[] }): WebhookEndpointView {
   return {
     id: row.id,
     url: row.url,
     description: row.description,
     event_types: row.event_types,
     conversation_id: row.conversation_id,
+    ...headers,
     disabled: row.disabled,
     disabled_reason: row.disabled_reason,
     created_at: iso(row.created_at),

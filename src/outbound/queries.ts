@@ -24,13 +24,22 @@ export async function countEndpoints(trx: SqlRunner, ownerId: string): Promise<n
 /** A new endpoint (its secret already encrypted). */
 export async function insertEndpoint(
   trx: SqlRunner,
-  endpoint: { id: string; ownerId: string; url: string; description: string; eventTypes: string[] | null; conversationId: string | null; secret: string },
+  endpoint: {
+    id: string;
+    ownerId: string;
+    url: string;
+    description: string;
+    eventTypes: string[] | null;
+    conversationId: string | null;
+    headers: string | null;
+    secret: string;
+  },
 ): Promise<EndpointRow> {
   const [row] = await sqlRows<EndpointRow>(
     trx,
-    `insert into webhook_endpoints (id, owner_id, url, description, event_types, conversation_id, secret)
-     values ($1, $2, $3, $4, $5::text[], $6, $7) returning *`,
-    [endpoint.id, endpoint.ownerId, endpoint.url, endpoint.description, endpoint.eventTypes, endpoint.conversationId, endpoint.secret],
+    `insert into webhook_endpoints (id, owner_id, url, description, event_types, conversation_id, headers, secret)
+     values ($1, $2, $3, $4, $5::text[], $6, $7, $8) returning *`,
+    [endpoint.id, endpoint.ownerId, endpoint.url, endpoint.description, endpoint.eventTypes, endpoint.conversationId, endpoint.headers, endpoint.secret],
   );
   return row!;
 }
@@ -58,6 +67,7 @@ export async function updateEndpoint(
     url: string;
     description: string;
     eventTypes: string[] | null;
+    headers: string | null;
     disabled: boolean;
     clearReason: boolean;
     clearFailures: boolean;
@@ -68,9 +78,10 @@ export async function updateEndpoint(
     `update webhook_endpoints set url = $1, description = $2, event_types = $3::text[], disabled = $4,
        disabled_reason = case when $5 then null else disabled_reason end,
        failing_since = case when $6 then null else failing_since end,
+       headers = $9,
        updated_at = now()
      where id = $7 and owner_id = $8 returning *`,
-    [change.url, change.description, change.eventTypes, change.disabled, change.clearReason, change.clearFailures, change.id, change.ownerId],
+    [change.url, change.description, change.eventTypes, change.disabled, change.clearReason, change.clearFailures, change.id, change.ownerId, change.headers],
   );
   return row;
 }
@@ -152,7 +163,7 @@ export async function markDeliveryPending(trx: SqlRunner, messageId: string, end
 export function deliveryTargets(on: SqlRunner, messageId: string, endpointId: string | null): Promise<DeliveryRow[]> {
   return sqlRows<DeliveryRow>(
     on,
-    `select q.*, e.url, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
+    `select q.*, e.url, e.headers, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
      from (${DELIVERY_SELECT}) q join webhook_endpoints e on e.id = q.endpoint_id
      where q.id = $1 and ($2::uuid is null or q.endpoint_id = $2::uuid)`,
     [messageId, endpointId],

@@ -43,6 +43,7 @@ import {
   updateEndpoint,
 } from './queries.ts';
 import { RECOVER_LIMIT, RECOVER_MAX_AGE_MS } from './recovery.ts';
+import { checkHeaders, headersView, openHeaders, sealHeaders } from './endpoint-headers.ts';
 import { generateSecret } from './signing.ts';
 import { checkEndpointUrl } from './target-guard.ts';
 
@@ -54,12 +55,14 @@ export interface NewEndpoint {
   description?: string;
   event_types?: WebhookEventType[] | null;
   conversation_id?: string | null;
+  headers?: Record<string, string>;
 }
 
 export interface EndpointChanges {
   url?: string;
   description?: string;
   event_types?: WebhookEventType[] | null;
+  headers?: Record<string, string> | null;
   disabled?: boolean;
 }
 
@@ -81,6 +84,7 @@ export class WebhookEndpointService {
   /** Creates an endpoint; at most `maxEndpoints` per user (409), counted under the user's row lock. */
   async create(principal: Principal, input: NewEndpoint): Promise<WebhookEndpointWithSecret> {
     const url = checkEndpointUrl(input.url, this.config.allowHttp, ['body', 'url']);
+    const headers = sealHeaders(this.box, checkHeaders(input.headers ?? {}));
     const secret = generateSecret();
     const row = await this.knex.transaction(async (trx) => {
       await lockUser(trx, principal.userId);
@@ -94,26 +98,33 @@ export class WebhookEndpointService {
         description: input.description ?? '',
         eventTypes: input.event_types ?? null,
         conversationId: input.conversation_id ? canonicalUuid(input.conversation_id) : null,
+        headers,
         secret: this.box.encrypt(secret, ENDPOINT_SECRET_PURPOSE),
       });
-      await audit(trx, principal, 'webhook_endpoint.created', created.id, { url: created.url, event_types: created.event_types, conversation_id: created.conversation_id });
+      await audit(trx, principal, 'webhook_endpoint.created', created.id, {
+        url: created.url,
+        event_types: created.event_types,
+        conversation_id: created.conversation_id,
+        header_names: Object.keys(input.headers ?? {}),
+      });
       return created;
     });
-    return { ...toEndpointView(row), secret };
+    return { ...this.view(row), secret };
   }
 
   async list(principal: Principal): Promise<WebhookEndpointView[]> {
-    return (await listEndpoints(this.em, principal.userId)).map(toEndpointView);
+    return (await listEndpoints(this.em, principal.userId)).map((row) => this.view(row));
   }
 
   async get(principal: Principal, id: string): Promise<WebhookEndpointView> {
-    return toEndpointView(await this.owned(principal, id));
+    return this.view(await this.owned(principal, id));
   }
 
   /** Changes what the owner may change; enabling again forgets the endpoint's failures. */
   async update(principal: Principal, id: string, changes: EndpointChanges): Promise<WebhookEndpointView> {
     const endpoint = await this.owned(principal, id);
     const url = changes.url === undefined ? endpoint.url : checkEndpointUrl(changes.url, this.config.allowHttp, ['body', 'url']);
+    const headers = changes.headers === undefined ? endpoint.headers : sealHeaders(this.box, checkHeaders(changes.headers ?? {}));
     const disabled = changes.disabled ?? endpoint.disabled;
     const enabling = endpoint.disabled && !disabled;
     const row = await this.knex.transaction(async (trx) => {
@@ -123,15 +134,18 @@ export class WebhookEndpointService {
         url,
         description: changes.description ?? endpoint.description,
         eventTypes: changes.event_types === undefined ? endpoint.event_types : changes.event_types,
+        headers,
         disabled,
         clearReason: !disabled || changes.disabled === true,
         clearFailures: enabling,
       });
       if (!updated) throw new NotFoundError('Webhook endpoint not found');
-      await audit(trx, principal, 'webhook_endpoint.updated', updated.id, changes as Record<string, unknown>);
+      const { headers: newHeaders, ...rest } = changes;
+      const summary = newHeaders === undefined ? rest : { ...rest, header_names: Object.keys(newHeaders ?? {}) };
+      await audit(trx, principal, 'webhook_endpoint.updated', updated.id, summary as Record<string, unknown>);
       return updated;
     });
-    return toEndpointView(row);
+    return this.view(row);
   }
 
   async delete(principal: Principal, id: string): Promise<void> {
@@ -157,7 +171,7 @@ export class WebhookEndpointService {
       await audit(trx, principal, 'webhook_endpoint.secret_rotated', rotated.id);
       return rotated;
     });
-    return { ...toEndpointView(row), secret };
+    return { ...this.view(row), secret };
   }
 
   /** Queues a `webhook.test` message to this endpoint only (no fan-out), delivered as any other. */
@@ -241,6 +255,10 @@ export class WebhookEndpointService {
     const task = await findRecoverTask(this.em, canonicalUuid(taskId), endpoint.id);
     if (!task) throw new NotFoundError('Recovery task not found');
     return toRecoverTaskView(task);
+  }
+
+  private view(row: EndpointRow): WebhookEndpointView {
+    return toEndpointView(row, headersView(openHeaders(this.box, row.headers)));
   }
 
   private async owned(principal: Principal, id: string): Promise<EndpointRow> {

@@ -6,7 +6,8 @@ import { Migration } from '@mikro-orm/migrations';
  *   one worker at a time (a lease another instance takes over when it lapses), its progress kept here;
  * - `webhook_deliveries_failed_idx`: the failed deliveries of an endpoint in time order, what a
  *   recovery walks (small: only failed rows are in it);
- * - `webhook_endpoints.headers` (custom headers), `conversation_ids` and `tags` (filters at fan-out);
+ * - `webhook_endpoints.headers`: custom headers, a JSON object encrypted with the secret box (values such as
+ *   `Authorization` are secrets); `conversation_ids` and `tags`: filters at fan-out;
  * - `webhook_messages.source_endpoint_id`: an operational message (`endpoint.disabled`, …) names the
  *   endpoint it is about, which never receives it;
  * - `webhook_attempts_endpoint_idx`: an endpoint's attempts by time, for its stats.
@@ -15,7 +16,7 @@ export class Migration20261127150000_outbound_operations extends Migration {
   override async up(): Promise<void> {
     this.addSql(`
       alter table webhook_endpoints
-        add column headers jsonb not null default '{}',
+        add column headers text,
         add column conversation_ids uuid[],
         add column tags jsonb;
       alter table webhook_messages add column source_endpoint_id uuid;
