@@ -696,6 +696,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook-event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The message types, with their JSON Schemas
+         * @description Every type an endpoint can subscribe to (`event_types`), with the JSON Schema of its body and an
+         *     example: the catalog a receiver codes against. The schemas are the `WebhookPayload…` components
+         *     of this contract.
+         */
+        get: operations["listWebhookEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook-endpoints/{endpoint_id}": {
         parameters: {
             query?: never;
@@ -1680,7 +1702,260 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "conversation.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `conversation.created` message
+         * @description The conversation row was created (its first webhook batch, or its conversation info). Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookConversationCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `conversation.events` message
+         * @description The events of one committed ingest transaction, as stored (byte for byte); over 256 KB, their ids instead (`event_ids`). An event the contract does not know (stored under `accept-unknown`) is listed in `unrecognized` with its sequence number, as the events list marks it. Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookConversationEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.status_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `conversation.status_changed` message
+         * @description '`execution_status` changed (events or conversation info).' Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookConversationStatusChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.finished": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `conversation.finished` message
+         * @description The status became `finished`, `error` or `stuck`. Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookConversationFinished"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "checkout.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `checkout.completed` message
+         * @description A checkout session was credited. Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookCheckoutCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "billing.balance_depleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `billing.balance_depleted` message
+         * @description A charge took the balance from zero or above to below zero (once per crossing). Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookBillingBalanceDepleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.delivery_refused": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `conversation.delivery_refused` message
+         * @description A webhook batch of the conversation was refused (413 or 422) and kept in the refusal ledger; at most one message per conversation an hour. Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookConversationDeliveryRefused"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `webhook.test` message
+         * @description A test message (`sendWebhookEndpointTest`). Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookWebhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "endpoint.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `endpoint.disabled` message
+         * @description 'Operational: the server disabled one of the owner''s endpoints (410 Gone, or every attempt failed for `OUTBOUND_WEBHOOK_DISABLE_AFTER_HOURS`).' Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookEndpointDisabled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "endpoint.recovered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `endpoint.recovered` message
+         * @description 'Operational: an endpoint that was failing answered with a success again.' Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookEndpointRecovered"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "message.attempt.exhausted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `message.attempt.exhausted` message
+         * @description 'Operational: a message''s last attempt at an endpoint failed; the message is `failed` there (recover or retry it).' Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookMessageAttemptExhausted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "message.attempt.failing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `message.attempt.failing` message
+         * @description 'Operational: an endpoint''s first failed attempt after a success (it is failing from now on).' Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookMessageAttemptFailing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -3445,12 +3720,548 @@ export interface components {
          *     became `finished`, `error` or `stuck`); `checkout.completed`; `billing.balance_depleted`
          *     (what the agents spent took the balance below zero, see `getCredits`);
          *     `conversation.delivery_refused` (a webhook batch of the conversation was refused, at most one
-         *     message per conversation an hour, see `listRefusedDeliveries`); `webhook.test`.
+         *     message per conversation an hour, see `listRefusedDeliveries`); `webhook.test`. Operational
+         *     messages, about the owner's endpoints themselves, go only to the owner's other endpoints that list
+         *     them in `event_types` (never to the endpoint they are about, nor to one without `event_types`):
+         *     `endpoint.disabled` (with why), `endpoint.recovered` (a success after failures),
+         *     `message.attempt.exhausted` (a message's last attempt failed), `message.attempt.failing` (the
+         *     first failure after a success).
          * @enum {string}
          */
-        WebhookEventType: "conversation.created" | "conversation.events" | "conversation.status_changed" | "conversation.finished" | "checkout.completed" | "billing.balance_depleted" | "conversation.delivery_refused" | "webhook.test";
+        WebhookEventType: "conversation.created" | "conversation.events" | "conversation.status_changed" | "conversation.finished" | "checkout.completed" | "billing.balance_depleted" | "conversation.delivery_refused" | "webhook.test" | "endpoint.disabled" | "endpoint.recovered" | "message.attempt.exhausted" | "message.attempt.failing";
+        /**
+         * @description The conversation row was created (its first webhook batch, or its conversation info).
+         * @example {
+         *       "type": "conversation.created",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "conversation_id": "7d3f8a2e-4b1c-4e5f-9a6b-1c2d3e4f5a6b",
+         *         "created_at": "2026-11-25T09:00:00.000Z"
+         *       }
+         *     }
+         */
+        WebhookPayloadConversationCreated: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "conversation.created";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The conversation.
+                 */
+                conversation_id: string;
+                /**
+                 * Format: date-time
+                 * @description When it was created.
+                 */
+                created_at: string;
+            };
+        };
+        /**
+         * @description The events of one committed ingest transaction, as stored (byte for byte); over 256 KB, their ids instead (`event_ids`). An event the contract does not know (stored under `accept-unknown`) is listed in `unrecognized` with its sequence number, as the events list marks it.
+         * @example {
+         *       "type": "conversation.events",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "conversation_id": "7d3f8a2e-4b1c-4e5f-9a6b-1c2d3e4f5a6b",
+         *         "from_seq": 1,
+         *         "to_seq": 1,
+         *         "events": [
+         *           {
+         *             "id": "0f9c2d1e-3b4a-4c5d-8e6f-7a8b9c0d1e2f",
+         *             "kind": "PauseEvent",
+         *             "source": "user",
+         *             "timestamp": "2026-11-25T09:00:00"
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
+        WebhookPayloadConversationEvents: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "conversation.events";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The conversation.
+                 */
+                conversation_id: string;
+                /** @description Sequence number of the first event. */
+                from_seq: number;
+                /** @description Sequence number of the last event. */
+                to_seq: number;
+                /** @description The events (Event), as stored; absent when `event_ids` is given. */
+                events?: Record<string, never>[];
+                /** @description The events' ids, when the events are over 256 KB (read them with `listConversationEvents`). */
+                event_ids?: string[];
+                /** @description Events of the range the contract does not know, with what of them it does not know; absent when none. */
+                unrecognized?: {
+                    /** @description Sequence number of the event. */
+                    seq: number;
+                    /** @description Its id. */
+                    event_id: string;
+                    /** @description True when its kind is unknown. */
+                    kind?: boolean;
+                    /** @description Properties the contract does not know. */
+                    properties?: string[];
+                }[];
+            };
+        };
+        /**
+         * @description `execution_status` changed (events or conversation info).
+         * @example {
+         *       "type": "conversation.status_changed",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "conversation_id": "7d3f8a2e-4b1c-4e5f-9a6b-1c2d3e4f5a6b",
+         *         "from": "running",
+         *         "to": "paused"
+         *       }
+         *     }
+         */
+        WebhookPayloadConversationStatusChanged: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "conversation.status_changed";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The conversation.
+                 */
+                conversation_id: string;
+                /** @description The previous status; null for a new conversation. */
+                from: string | null;
+                /** @description The new status. */
+                to: string | null;
+            };
+        };
+        /**
+         * @description The status became `finished`, `error` or `stuck`.
+         * @example {
+         *       "type": "conversation.finished",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "conversation_id": "7d3f8a2e-4b1c-4e5f-9a6b-1c2d3e4f5a6b",
+         *         "execution_status": "finished",
+         *         "title": "Fix the failing test",
+         *         "event_count": 42,
+         *         "last_agent_message": "Done: the test passes."
+         *       }
+         *     }
+         */
+        WebhookPayloadConversationFinished: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "conversation.finished";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The conversation.
+                 */
+                conversation_id: string;
+                /**
+                 * @description The final status.
+                 * @enum {string}
+                 */
+                execution_status: "finished" | "error" | "stuck";
+                /** @description The conversation's title, when the agent-server sent one. */
+                title: string | null;
+                /** @description Events stored. */
+                event_count: number;
+                /** @description Text of the last agent MessageEvent. */
+                last_agent_message: string | null;
+            };
+        };
+        /**
+         * @description A checkout session was credited.
+         * @example {
+         *       "type": "checkout.completed",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "session_id": "cs_local_3b1f9e2d7c5a",
+         *         "amount_usd": 25
+         *       }
+         *     }
+         */
+        WebhookPayloadCheckoutCompleted: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "checkout.completed";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /** @description The checkout session. */
+                session_id: string;
+                /** @description Whole US dollars credited. */
+                amount_usd: number;
+            };
+        };
+        /**
+         * @description A charge took the balance from zero or above to below zero (once per crossing).
+         * @example {
+         *       "type": "billing.balance_depleted",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "conversation_id": "7d3f8a2e-4b1c-4e5f-9a6b-1c2d3e4f5a6b",
+         *         "balance_usd": -0.42,
+         *         "balance_micro_usd": -420000,
+         *         "purchased_micro_usd": 25000000,
+         *         "spent_micro_usd": 25420000
+         *       }
+         *     }
+         */
+        WebhookPayloadBalanceDepleted: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "billing.balance_depleted";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The conversation whose spend crossed zero.
+                 */
+                conversation_id: string | null;
+                /** @description The balance in US dollars. */
+                balance_usd: number;
+                /** @description The balance in micro-dollars. */
+                balance_micro_usd: number;
+                /** @description Purchased, in micro-dollars. */
+                purchased_micro_usd: number;
+                /** @description Spent, in micro-dollars. */
+                spent_micro_usd: number;
+            };
+        };
+        /**
+         * @description A webhook batch of the conversation was refused (413 or 422) and kept in the refusal ledger; at most one message per conversation an hour.
+         * @example {
+         *       "type": "conversation.delivery_refused",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "conversation_id": "7d3f8a2e-4b1c-4e5f-9a6b-1c2d3e4f5a6b",
+         *         "refused_delivery_id": 17,
+         *         "status": 422,
+         *         "reason": "union_tag_invalid",
+         *         "detail": "body[0]: unknown event kind NewFancyEvent",
+         *         "attempts": 4
+         *       }
+         *     }
+         */
+        WebhookPayloadDeliveryRefused: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "conversation.delivery_refused";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The conversation.
+                 */
+                conversation_id: string;
+                /** @description The refusal ledger's row. */
+                refused_delivery_id: number;
+                /**
+                 * @description The status answered.
+                 * @enum {integer}
+                 */
+                status: 413 | 422;
+                /** @description Why, in a word. */
+                reason: string;
+                /** @description Why, in a sentence. */
+                detail: string;
+                /** @description How often that batch was sent. */
+                attempts: number;
+            };
+        };
+        /**
+         * @description A test message (`sendWebhookEndpointTest`).
+         * @example {
+         *       "type": "webhook.test",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+         *         "message": "A test message from the agent platform"
+         *       }
+         *     }
+         */
+        WebhookPayloadTest: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "webhook.test";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The endpoint.
+                 */
+                endpoint_id: string;
+                /** @description A fixed sentence. */
+                message: string;
+            };
+        };
+        /**
+         * @description Operational: the server disabled one of the owner's endpoints (410 Gone, or every attempt failed for `OUTBOUND_WEBHOOK_DISABLE_AFTER_HOURS`).
+         * @example {
+         *       "type": "endpoint.disabled",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+         *         "url": "https://hooks.example.com/agent-platform",
+         *         "reason": "Every attempt failed for too long",
+         *         "failing_since": "2026-11-20T09:00:00.000Z"
+         *       }
+         *     }
+         */
+        WebhookPayloadEndpointDisabled: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "endpoint.disabled";
+            /**
+             * Format: date-time
+             * @description When the message was stored.
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The endpoint this is about.
+                 */
+                endpoint_id: string;
+                /** @description Its URL. */
+                url: string;
+                /** @description Why. */
+                reason: string | null;
+                /**
+                 * Format: date-time
+                 * @description Its first failure after its last success.
+                 */
+                failing_since: string | null;
+            };
+        };
+        /**
+         * @description Operational: an endpoint that was failing answered with a success again.
+         * @example {
+         *       "type": "endpoint.recovered",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+         *         "url": "https://hooks.example.com/agent-platform",
+         *         "failing_since": "2026-11-25T09:00:00.000Z"
+         *       }
+         *     }
+         */
+        WebhookPayloadEndpointRecovered: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "endpoint.recovered";
+            /**
+             * Format: date-time
+             * @description When the message was stored.
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The endpoint this is about.
+                 */
+                endpoint_id: string;
+                /** @description Its URL. */
+                url: string;
+                /**
+                 * Format: date-time
+                 * @description When it had started failing.
+                 */
+                failing_since: string | null;
+            };
+        };
+        /**
+         * @description Operational: a message's last attempt at an endpoint failed; the message is `failed` there (recover or retry it).
+         * @example {
+         *       "type": "message.attempt.exhausted",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+         *         "url": "https://hooks.example.com/agent-platform",
+         *         "message_id": "msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f",
+         *         "message_type": "conversation.finished",
+         *         "attempt": 8,
+         *         "status_code": 500,
+         *         "error": "The receiver answered 500"
+         *       }
+         *     }
+         */
+        WebhookPayloadAttemptExhausted: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "message.attempt.exhausted";
+            /**
+             * Format: date-time
+             * @description When the message was stored.
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The endpoint this is about.
+                 */
+                endpoint_id: string;
+                /** @description Its URL. */
+                url: string;
+                /** @description The message (its `webhook-id`). */
+                message_id: string;
+                /** @description Its type. */
+                message_type: string;
+                /** @description The attempt's number. */
+                attempt: number;
+                /** @description The receiver's status; null without an answer. */
+                status_code: number | null;
+                /** @description Why it failed. */
+                error: string | null;
+            };
+        };
+        /**
+         * @description Operational: an endpoint's first failed attempt after a success (it is failing from now on).
+         * @example {
+         *       "type": "message.attempt.failing",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+         *         "url": "https://hooks.example.com/agent-platform",
+         *         "message_id": "msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f",
+         *         "message_type": "conversation.events",
+         *         "attempt": 1,
+         *         "status_code": 503,
+         *         "error": "The receiver answered 503"
+         *       }
+         *     }
+         */
+        WebhookPayloadAttemptFailing: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "message.attempt.failing";
+            /**
+             * Format: date-time
+             * @description When the message was stored.
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The endpoint this is about.
+                 */
+                endpoint_id: string;
+                /** @description Its URL. */
+                url: string;
+                /** @description The message (its `webhook-id`). */
+                message_id: string;
+                /** @description Its type. */
+                message_type: string;
+                /** @description The attempt's number. */
+                attempt: number;
+                /** @description The receiver's status; null without an answer. */
+                status_code: number | null;
+                /** @description Why it failed. */
+                error: string | null;
+            };
+        };
+        /** @description A message type, its body's JSON Schema and an example body. */
+        WebhookEventTypeInfo: {
+            type: components["schemas"]["WebhookEventType"];
+            /** @description When the message is sent. */
+            description: string;
+            /** @description True for messages about the endpoints themselves, sent only to endpoints that list the type in `event_types`. */
+            operational?: boolean;
+            /** @description JSON Schema (2020-12) of the whole body `{type, timestamp, data}`. */
+            schema: Record<string, never>;
+            /** @description An example body. */
+            example: Record<string, never>;
+        };
+        /** @description The message types endpoints can subscribe to. */
+        WebhookEventTypeList: {
+            /** @description Every type, in the order of `WebhookEventType`. */
+            items: components["schemas"]["WebhookEventTypeInfo"][];
+        };
         /** @description A new webhook endpoint. */
         WebhookEndpointCreate: {
+            /** @description Only messages about these conversations (null → any); messages about no conversation (`checkout.completed`, operational messages) do not match. */
+            conversation_ids?: string[] | null;
+            /**
+             * @description Only messages about conversations carrying every one of these tags (ConversationInfo `tags`),
+             *     as `key:value` (the value is everything after the first colon; a key at most once); evaluated
+             *     when the message is fanned out. Null → any. Messages about no conversation do not match.
+             */
+            tags?: string[] | null;
             headers?: components["schemas"]["WebhookEndpointHeaders"];
             /** @description Absolute `https://` URL (http only when the server allows it). */
             url: string;
@@ -3477,6 +4288,14 @@ export interface components {
         };
         /** @description The fields to change; absent fields stay as they are. */
         WebhookEndpointUpdate: {
+            /** @description Only messages about these conversations (null → any); messages about no conversation (`checkout.completed`, operational messages) do not match. */
+            conversation_ids?: string[] | null;
+            /**
+             * @description Only messages about conversations carrying every one of these tags (ConversationInfo `tags`),
+             *     as `key:value` (the value is everything after the first colon; a key at most once); evaluated
+             *     when the message is fanned out. Null → any. Messages about no conversation do not match.
+             */
+            tags?: string[] | null;
             /** @description Replaces every custom header (sensitive ones too); `{}` or null removes them all. */
             headers?: components["schemas"]["WebhookEndpointHeaders"] | null;
             /** @description Absolute `https://` URL (http only when the server allows it). */
@@ -3490,6 +4309,10 @@ export interface components {
         };
         /** @description A webhook endpoint (its secret is never shown here). */
         WebhookEndpoint: {
+            /** @description Only messages about these conversations; null → any. */
+            conversation_ids: string[] | null;
+            /** @description Only messages about conversations carrying every one of these `key:value` tags; null → any. */
+            tags: string[] | null;
             /** @description The custom headers sent with every message, but for the sensitive ones (`sensitive_headers`), whose values are never shown. */
             headers: {
                 [key: string]: string;
@@ -3529,6 +4352,10 @@ export interface components {
         };
         /** @description A webhook endpoint with its signing secret, shown once. */
         WebhookEndpointWithSecret: {
+            /** @description Only messages about these conversations; null → any. */
+            conversation_ids: string[] | null;
+            /** @description Only messages about conversations carrying every one of these `key:value` tags; null → any. */
+            tags: string[] | null;
             /** @description The custom headers sent with every message, but for the sensitive ones (`sensitive_headers`), whose values are never shown. */
             headers: {
                 [key: string]: string;
@@ -5532,6 +6359,8 @@ export interface operations {
                      *             "conversation.finished"
                      *           ],
                      *           "conversation_id": null,
+                     *           "conversation_ids": null,
+                     *           "tags": null,
                      *           "headers": {},
                      *           "sensitive_headers": [],
                      *           "disabled": false,
@@ -5587,6 +6416,8 @@ export interface operations {
                      *         "conversation.finished"
                      *       ],
                      *       "conversation_id": null,
+                     *       "conversation_ids": null,
+                     *       "tags": null,
                      *       "headers": {},
                      *       "sensitive_headers": [],
                      *       "disabled": false,
@@ -5603,6 +6434,81 @@ export interface operations {
             409: components["responses"]["TooManyEndpoints"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The catalog. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "type": "webhook.test",
+                     *           "description": "A test message (`sendWebhookEndpointTest`).",
+                     *           "operational": false,
+                     *           "schema": {
+                     *             "type": "object",
+                     *             "required": [
+                     *               "type",
+                     *               "timestamp",
+                     *               "data"
+                     *             ],
+                     *             "properties": {
+                     *               "type": {
+                     *                 "const": "webhook.test"
+                     *               },
+                     *               "timestamp": {
+                     *                 "type": "string",
+                     *                 "format": "date-time"
+                     *               },
+                     *               "data": {
+                     *                 "type": "object",
+                     *                 "required": [
+                     *                   "endpoint_id",
+                     *                   "message"
+                     *                 ],
+                     *                 "properties": {
+                     *                   "endpoint_id": {
+                     *                     "type": "string",
+                     *                     "format": "uuid"
+                     *                   },
+                     *                   "message": {
+                     *                     "type": "string"
+                     *                   }
+                     *                 }
+                     *               }
+                     *             }
+                     *           },
+                     *           "example": {
+                     *             "type": "webhook.test",
+                     *             "timestamp": "2026-11-25T09:00:00.000Z",
+                     *             "data": {
+                     *               "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *               "message": "A test message from the agent platform"
+                     *             }
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEventTypeList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -5635,6 +6541,8 @@ export interface operations {
                      *       "description": "",
                      *       "event_types": null,
                      *       "conversation_id": null,
+                     *       "conversation_ids": null,
+                     *       "tags": null,
                      *       "headers": {},
                      *       "sensitive_headers": [],
                      *       "disabled": true,
@@ -5724,6 +6632,8 @@ export interface operations {
                      *         "conversation.status_changed"
                      *       ],
                      *       "conversation_id": null,
+                     *       "conversation_ids": null,
+                     *       "tags": null,
                      *       "headers": {},
                      *       "sensitive_headers": [],
                      *       "disabled": false,
@@ -5771,6 +6681,8 @@ export interface operations {
                      *       "description": "",
                      *       "event_types": null,
                      *       "conversation_id": null,
+                     *       "conversation_ids": null,
+                     *       "tags": null,
                      *       "headers": {},
                      *       "sensitive_headers": [],
                      *       "disabled": false,
@@ -7524,6 +8436,270 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+        };
+    };
+    webhookConversationCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadConversationCreated"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookConversationEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadConversationEvents"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookConversationStatusChanged: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadConversationStatusChanged"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookConversationFinished: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadConversationFinished"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCheckoutCompleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadCheckoutCompleted"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookBillingBalanceDepleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadBalanceDepleted"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookConversationDeliveryRefused: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadDeliveryRefused"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookWebhookTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadTest"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEndpointDisabled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadEndpointDisabled"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEndpointRecovered: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadEndpointRecovered"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookMessageAttemptExhausted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadAttemptExhausted"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookMessageAttemptFailing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadAttemptFailing"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

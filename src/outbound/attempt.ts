@@ -9,7 +9,7 @@ import { RefusedTargetError, resolveTarget } from './target-guard.ts';
 import { ENDPOINT_SECRET_PURPOSE } from './webhook-endpoint-service.ts';
 
 /** One message at one endpoint, with what sending it needs of the endpoint. */
-export type DeliveryRow = MessageRow & Pick<EndpointRow, 'url' | 'headers' | 'secret' | 'previous_secret' | 'previous_secret_until' | 'disabled'>;
+export type DeliveryRow = MessageRow & Pick<EndpointRow, 'owner_id' | 'url' | 'headers' | 'secret' | 'previous_secret' | 'previous_secret_until' | 'disabled'>;
 
 /** One attempt made, before it is recorded. */
 export interface Attempt {

@@ -16,6 +16,9 @@ export interface EndpointRow {
   description: string;
   event_types: WebhookEventType[] | null;
   conversation_id: string | null;
+  conversation_ids: string[] | null;
+  /** `key:value` tags a conversation must carry, as the object `conversations.tags` must contain. */
+  tags: Record<string, string> | null;
   /** Custom headers, encrypted (endpoint-headers.ts); null when none. */
   headers: string | null;
   disabled: boolean;
@@ -64,6 +67,8 @@ export function toEndpointView(row: EndpointRow, headers: { headers: Record<stri
     description: row.description,
     event_types: row.event_types,
     conversation_id: row.conversation_id,
+    conversation_ids: row.conversation_ids,
+    tags: row.tags === null ? null : Object.entries(row.tags).map(([key, value]) => `${key}:${value}`).sort(),
     ...headers,
     disabled: row.disabled,
     disabled_reason: row.disabled_reason,

@@ -31,15 +31,28 @@ export async function insertEndpoint(
     description: string;
     eventTypes: string[] | null;
     conversationId: string | null;
+    conversationIds: string[] | null;
+    tags: Record<string, string> | null;
     headers: string | null;
     secret: string;
   },
 ): Promise<EndpointRow> {
   const [row] = await sqlRows<EndpointRow>(
     trx,
-    `insert into webhook_endpoints (id, owner_id, url, description, event_types, conversation_id, headers, secret)
-     values ($1, $2, $3, $4, $5::text[], $6, $7, $8) returning *`,
-    [endpoint.id, endpoint.ownerId, endpoint.url, endpoint.description, endpoint.eventTypes, endpoint.conversationId, endpoint.headers, endpoint.secret],
+    `insert into webhook_endpoints (id, owner_id, url, description, event_types, conversation_id, conversation_ids, tags, headers, secret)
+     values ($1, $2, $3, $4, $5::text[], $6, $7::uuid[], $8::jsonb, $9, $10) returning *`,
+    [
+      endpoint.id,
+      endpoint.ownerId,
+      endpoint.url,
+      endpoint.description,
+      endpoint.eventTypes,
+      endpoint.conversationId,
+      endpoint.conversationIds,
+      endpoint.tags === null ? null : JSON.stringify(endpoint.tags),
+      endpoint.headers,
+      endpoint.secret,
+    ],
   );
   return row!;
 }
@@ -67,6 +80,8 @@ export async function updateEndpoint(
     url: string;
     description: string;
     eventTypes: string[] | null;
+    conversationIds: string[] | null;
+    tags: Record<string, string> | null;
     headers: string | null;
     disabled: boolean;
     clearReason: boolean;
@@ -78,10 +93,22 @@ export async function updateEndpoint(
     `update webhook_endpoints set url = $1, description = $2, event_types = $3::text[], disabled = $4,
        disabled_reason = case when $5 then null else disabled_reason end,
        failing_since = case when $6 then null else failing_since end,
-       headers = $9,
+       headers = $9, conversation_ids = $10::uuid[], tags = $11::jsonb,
        updated_at = now()
      where id = $7 and owner_id = $8 returning *`,
-    [change.url, change.description, change.eventTypes, change.disabled, change.clearReason, change.clearFailures, change.id, change.ownerId, change.headers],
+    [
+      change.url,
+      change.description,
+      change.eventTypes,
+      change.disabled,
+      change.clearReason,
+      change.clearFailures,
+      change.id,
+      change.ownerId,
+      change.headers,
+      change.conversationIds,
+      change.tags === null ? null : JSON.stringify(change.tags),
+    ],
   );
   return row;
 }
@@ -163,18 +190,23 @@ export async function markDeliveryPending(trx: SqlRunner, messageId: string, end
 export function deliveryTargets(on: SqlRunner, messageId: string, endpointId: string | null): Promise<DeliveryRow[]> {
   return sqlRows<DeliveryRow>(
     on,
-    `select q.*, e.url, e.headers, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
+    `select q.*, e.owner_id, e.url, e.headers, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
      from (${DELIVERY_SELECT}) q join webhook_endpoints e on e.id = q.endpoint_id
      where q.id = $1 and ($2::uuid is null or q.endpoint_id = $2::uuid)`,
     [messageId, endpointId],
   );
 }
 
-/** A conversation's stored events `fromSeq..toSeq`, in order, as their stored JSON text. */
-export function eventPayloads(on: SqlRunner, conversationId: string, fromSeq: number, toSeq: number): Promise<{ event_id: string; payload: string }[]> {
-  return sqlRows<{ event_id: string; payload: string }>(
+/** A conversation's stored events `fromSeq..toSeq`, in order, as their stored JSON text, with their `unrecognized` markers (null for known events). */
+export function eventPayloads(
+  on: SqlRunner,
+  conversationId: string,
+  fromSeq: number,
+  toSeq: number,
+): Promise<{ seq: number; event_id: string; payload: string; unrecognized: string | null }[]> {
+  return sqlRows<{ seq: number; event_id: string; payload: string; unrecognized: string | null }>(
     on,
-    `select event_id, payload::text as payload from conversation_events
+    `select seq, event_id, payload::text as payload, unrecognized::text as unrecognized from conversation_events
      where conversation_id = $1 and seq between $2 and $3 order by seq`,
     [conversationId, fromSeq, toSeq],
   );
@@ -244,32 +276,79 @@ export async function updateDeliveryStates(trx: SqlRunner, messageId: string, up
   );
 }
 
-/** Forgets the failures of endpoints that answered with a success. */
-export async function clearEndpointFailures(trx: SqlRunner, endpointIds: readonly string[]): Promise<void> {
-  await sqlRun(trx, 'update webhook_endpoints set failing_since = null where id = any ($1::uuid[]) and failing_since is not null', [endpointIds]);
+/** An endpoint whose state an attempt changed: what its operational message says of it. */
+export interface EndpointChange {
+  id: string;
+  owner_id: string;
+  url: string;
+  failing_since: Date | null;
 }
 
-/** Disables an endpoint whose receiver answered 410 Gone. */
-export async function disableGoneEndpoint(trx: SqlRunner, endpointId: string): Promise<void> {
-  await sqlRun(trx, `update webhook_endpoints set disabled = true, disabled_reason = 'The receiver answered 410 Gone', updated_at = now() where id = $1`, [
-    endpointId,
-  ]);
+/** Forgets the failures of endpoints that answered with a success; returns those that were failing (now recovered). */
+export function clearEndpointFailures(trx: SqlRunner, endpointIds: readonly string[]): Promise<EndpointChange[]> {
+  return sqlRows<EndpointChange>(
+    trx,
+    `update webhook_endpoints e set failing_since = null from (
+       select id, failing_since from webhook_endpoints where id = any ($1::uuid[]) and failing_since is not null for update
+     ) was
+     where e.id = was.id returning e.id, e.owner_id, e.url, was.failing_since`,
+    [endpointIds],
+  );
+}
+
+/** Disables an endpoint whose receiver answered 410 Gone; returns it when this disabled it (it was enabled). */
+export async function disableGoneEndpoint(trx: SqlRunner, endpointId: string): Promise<EndpointChange | undefined> {
+  const [row] = await sqlRows<EndpointChange>(
+    trx,
+    `update webhook_endpoints set disabled = true, disabled_reason = 'The receiver answered 410 Gone', updated_at = now()
+     where id = $1 and not disabled returning id, owner_id, url, failing_since`,
+    [endpointId],
+  );
+  return row;
+}
+
+/** What a failed attempt did to its endpoint: its first failure after a success, and whether it disabled it. */
+export interface EndpointFailure extends EndpointChange {
+  first_failure: boolean;
+  disabled_now: boolean;
+  disabled_reason: string | null;
 }
 
 /**
  * A failed attempt started at `startedAt`: the endpoint is failing since its first failure after the
  * last success, and disabled once that is `disableAfterMs` ago.
  */
-export async function recordEndpointFailure(trx: SqlRunner, endpointId: string, startedAt: string, disableAfterMs: number): Promise<void> {
+export async function recordEndpointFailure(trx: SqlRunner, endpointId: string, startedAt: string, disableAfterMs: number): Promise<EndpointFailure | undefined> {
+  const [row] = await sqlRows<EndpointFailure>(
+    trx,
+    `update webhook_endpoints e set failing_since = coalesce(e.failing_since, $1::timestamptz),
+       disabled = coalesce(e.failing_since, $1::timestamptz) <= now() - ($2 * interval '1 millisecond'),
+       disabled_reason = case when coalesce(e.failing_since, $1::timestamptz) <= now() - ($2 * interval '1 millisecond')
+         then 'Every attempt failed for too long' else e.disabled_reason end,
+       updated_at = now()
+     from (select id, failing_since, disabled from webhook_endpoints where id = $3 for update) was
+     where e.id = was.id
+     returning e.id, e.owner_id, e.url, e.failing_since, e.disabled_reason,
+       was.failing_since is null as first_failure, e.disabled and not was.disabled as disabled_now`,
+    [startedAt, disableAfterMs, endpointId],
+  );
+  return row;
+}
+
+/**
+ * Stores an operational message about `sourceEndpointId` (endpoint.disabled, …) when another enabled
+ * endpoint of the owner lists its type in `event_types`; the fan-out never gives it to its source.
+ */
+export async function insertOperationalMessage(
+  trx: SqlRunner,
+  message: { ownerId: string; sourceEndpointId: string; type: string; data: Record<string, unknown> },
+): Promise<void> {
   await sqlRun(
     trx,
-    `update webhook_endpoints set failing_since = coalesce(failing_since, $1::timestamptz),
-       disabled = coalesce(failing_since, $1::timestamptz) <= now() - ($2 * interval '1 millisecond'),
-       disabled_reason = case when coalesce(failing_since, $1::timestamptz) <= now() - ($2 * interval '1 millisecond')
-         then 'Every attempt failed for too long' else disabled_reason end,
-       updated_at = now()
-     where id = $3`,
-    [startedAt, disableAfterMs, endpointId],
+    `insert into webhook_messages (id, owner_id, type, data, source_endpoint_id)
+     select 'msg_' || replace(gen_random_uuid()::text, '-', ''), $1, $2, $3::jsonb, $4
+     where exists (select 1 from webhook_endpoints e where e.owner_id = $1 and not e.disabled and e.id <> $4 and $2 = any (e.event_types))`,
+    [message.ownerId, message.type, JSON.stringify(message.data), message.sourceEndpointId],
   );
 }
 
@@ -349,7 +428,7 @@ export async function lockUnfannedMessages(trx: SqlRunner, limit: number): Promi
 
 /**
  * Inserts one delivery per endpoint that wants each message (enabled, created no later than it, its
- * types and conversation matching) and marks the messages fanned out; returns the messages that got deliveries.
+ * types, conversations and tags matching) and marks the messages fanned out; returns the messages that got deliveries.
  */
 export async function fanOutMessages(trx: SqlRunner, messageIds: readonly string[]): Promise<string[]> {
   const rows = await sqlRows<{ message_id: string }>(
@@ -359,8 +438,13 @@ export async function fanOutMessages(trx: SqlRunner, messageIds: readonly string
        select m.id, e.id, now(), m.created_at
        from webhook_messages m join webhook_endpoints e on e.owner_id = m.owner_id
        where m.id = any ($1::text[]) and not e.disabled and e.created_at <= m.created_at
-         and (e.event_types is null or m.type = any (e.event_types))
+         -- An operational message (it has a source endpoint) goes only to the others that list its type.
+         and case when m.source_endpoint_id is null then e.event_types is null or m.type = any (e.event_types)
+           else m.type = any (e.event_types) and e.id <> m.source_endpoint_id end
          and (e.conversation_id is null or e.conversation_id = m.conversation_id)
+         and (e.conversation_ids is null or m.conversation_id = any (e.conversation_ids))
+         -- A tag filter reads the conversation's tags as they are now (one primary-key probe per message and such endpoint).
+         and (e.tags is null or exists (select 1 from conversations c where c.id = m.conversation_id and c.tags @> e.tags))
        on conflict do nothing
        returning message_id
      ), fanned_out as (

@@ -55,6 +55,8 @@ export interface NewEndpoint {
   description?: string;
   event_types?: WebhookEventType[] | null;
   conversation_id?: string | null;
+  conversation_ids?: string[] | null;
+  tags?: string[] | null;
   headers?: Record<string, string>;
 }
 
@@ -62,6 +64,8 @@ export interface EndpointChanges {
   url?: string;
   description?: string;
   event_types?: WebhookEventType[] | null;
+  conversation_ids?: string[] | null;
+  tags?: string[] | null;
   headers?: Record<string, string> | null;
   disabled?: boolean;
 }
@@ -98,6 +102,8 @@ export class WebhookEndpointService {
         description: input.description ?? '',
         eventTypes: input.event_types ?? null,
         conversationId: input.conversation_id ? canonicalUuid(input.conversation_id) : null,
+        conversationIds: conversationIdsOf(input.conversation_ids),
+        tags: tagsOf(input.tags),
         headers,
         secret: this.box.encrypt(secret, ENDPOINT_SECRET_PURPOSE),
       });
@@ -105,6 +111,8 @@ export class WebhookEndpointService {
         url: created.url,
         event_types: created.event_types,
         conversation_id: created.conversation_id,
+        conversation_ids: created.conversation_ids,
+        tags: input.tags ?? null,
         header_names: Object.keys(input.headers ?? {}),
       });
       return created;
@@ -134,6 +142,8 @@ export class WebhookEndpointService {
         url,
         description: changes.description ?? endpoint.description,
         eventTypes: changes.event_types === undefined ? endpoint.event_types : changes.event_types,
+        conversationIds: changes.conversation_ids === undefined ? endpoint.conversation_ids : conversationIdsOf(changes.conversation_ids),
+        tags: changes.tags === undefined ? endpoint.tags : tagsOf(changes.tags),
         headers,
         disabled,
         clearReason: !disabled || changes.disabled === true,
@@ -274,6 +284,23 @@ export class WebhookEndpointService {
     if (!message) throw new NotFoundError('Message not found');
     return message;
   }
+}
+
+function conversationIdsOf(ids: string[] | null | undefined): string[] | null {
+  return ids ? [...new Set(ids.map(canonicalUuid))] : null;
+}
+
+/** `key:value` tags as the object a conversation's `tags` must contain; 422 for a key given twice (no conversation could match). */
+function tagsOf(tags: string[] | null | undefined): Record<string, string> | null {
+  if (!tags) return null;
+  const object: Record<string, string> = {};
+  for (const [i, tag] of tags.entries()) {
+    const colon = tag.indexOf(':');
+    const key = tag.slice(0, colon);
+    if (Object.hasOwn(object, key)) throw new InvalidInputError(`The tag key ${key} is given twice`, ['body', 'tags', i], 'value_error', tag);
+    object[key] = tag.slice(colon + 1);
+  }
+  return object;
 }
 
 /** Appends the audit row of an endpoint change in its transaction (never the secret). */

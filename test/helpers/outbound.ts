@@ -71,10 +71,10 @@ export interface OutboundApp {
   worker: DeliveryWorker;
 }
 
-/** An in-process app on the test database with `FAST` delivery settings and `outbound` over them; its worker not started. */
-export async function outboundApp(outbound: Partial<OutboundWebhookConfig> = {}): Promise<OutboundApp> {
+/** An in-process app on the test database with `FAST` delivery settings and `outbound` over them (`other` settings too); its worker not started. */
+export async function outboundApp(outbound: Partial<OutboundWebhookConfig> = {}, other: Partial<Config> = {}): Promise<OutboundApp> {
   const base = testConfig();
-  const config: Config = { ...base, outboundWebhooks: { ...base.outboundWebhooks, ...FAST, ...outbound } };
+  const config: Config = { ...base, ...other, outboundWebhooks: { ...base.outboundWebhooks, ...FAST, ...outbound } };
   const { app, deliveryWorker } = await createApp({ config, logger: createLogger('silent'), orm: testDatabase().orm, database: testDatabase() });
   return { request: supertest(app.callback()), worker: deliveryWorker };
 }

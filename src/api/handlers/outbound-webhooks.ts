@@ -1,4 +1,5 @@
 import type { operations } from '../../../generated/openapi.ts';
+import { webhookEventCatalog } from '../../outbound/event-catalog.ts';
 import type { EndpointChanges, NewEndpoint, WebhookEndpointService } from '../../outbound/webhook-endpoint-service.ts';
 import { principalOf, respond, type OperationHandlers } from '../context.ts';
 
@@ -16,6 +17,9 @@ export function outboundWebhookHandlers(service: WebhookEndpointService): Operat
     },
     async listWebhookEndpoints(operation, ctx) {
       respond(ctx, 200, { items: await service.list(principalOf(operation)) });
+    },
+    listWebhookEventTypes(operation, ctx) {
+      respond(ctx, 200, { items: webhookEventCatalog(operation.api.definition) });
     },
     async getWebhookEndpoint(operation, ctx) {
       const { endpoint_id } = operation.request.params as EndpointPath;
