@@ -871,6 +871,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook-endpoints/{endpoint_id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * How the endpoint is doing
+         * @description Its attempts in the last `window` (`1h`, `24h`, `7d`; default `24h`), read from the same attempt
+         *     log as `listWebhookMessageAttempts`: how many, how many succeeded, failures by status class
+         *     (`no_response`: a timeout, a connection failure or a refused target), latency percentiles (p50,
+         *     p99, interpolated as PostgreSQL's `percentile_cont`; null without attempts), the last success
+         *     (whenever it was) and the current state: `disabled`, `failing` (its last attempt failed:
+         *     failing since `failing_since`) or `healthy`.
+         */
+        get: operations["getWebhookEndpointStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook-endpoints/{endpoint_id}/messages": {
         parameters: {
             query?: never;
@@ -4457,6 +4488,58 @@ export interface components {
             /** @description Attempts. */
             items: components["schemas"]["WebhookAttempt"][];
         };
+        /** @description An endpoint's attempts over a window, and its state. */
+        WebhookEndpointStats: {
+            /**
+             * @description The window asked for.
+             * @enum {string}
+             */
+            window: "1h" | "24h" | "7d";
+            /**
+             * Format: date-time
+             * @description Its start.
+             */
+            since: string;
+            /** @description Attempts started in the window. */
+            attempts: number;
+            /** @description Of those, answered 2xx in time. */
+            succeeded: number;
+            /** @description The failed attempts by what the receiver answered. */
+            failed: {
+                /** @description Redirects (never followed). */
+                "3xx": number;
+                /** @description Client errors (429 included). */
+                "4xx": number;
+                /** @description Server errors. */
+                "5xx": number;
+                /** @description Any other status. */
+                other: number;
+                /** @description No answer (timeout, connection failure, refused target, disabled endpoint). */
+                no_response: number;
+            };
+            /** @description Attempt durations in the window, start to last byte. */
+            latency_ms: {
+                /** @description Median; null without attempts. */
+                p50: number | null;
+                /** @description 99th percentile; null without attempts. */
+                p99: number | null;
+            };
+            /**
+             * Format: date-time
+             * @description The start of its last successful attempt, in or before the window; null if none.
+             */
+            last_success_at: string | null;
+            /**
+             * @description `disabled`; `failing` since its first failed attempt after its last success; otherwise `healthy`.
+             * @enum {string}
+             */
+            state: "healthy" | "failing" | "disabled";
+            /**
+             * Format: date-time
+             * @description When it started failing; null when healthy.
+             */
+            failing_since: string | null;
+        };
         /** @description The window of a recovery, by the messages' `created_at`. */
         WebhookRecoverRequest: {
             /**
@@ -6843,6 +6926,61 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookRecoverTask"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpointStats: {
+        parameters: {
+            query?: {
+                /** @description How far back to count. */
+                window?: "1h" | "24h" | "7d";
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint's figures. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "window": "24h",
+                     *       "since": "2026-11-24T12:00:00.000Z",
+                     *       "attempts": 1240,
+                     *       "succeeded": 1228,
+                     *       "failed": {
+                     *         "3xx": 0,
+                     *         "4xx": 2,
+                     *         "5xx": 7,
+                     *         "other": 0,
+                     *         "no_response": 3
+                     *       },
+                     *       "latency_ms": {
+                     *         "p50": 41,
+                     *         "p99": 930
+                     *       },
+                     *       "last_success_at": "2026-11-25T11:59:58.000Z",
+                     *       "state": "healthy",
+                     *       "failing_since": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointStats"];
                 };
             };
             401: components["responses"]["Unauthorized"];

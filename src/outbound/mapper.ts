@@ -6,6 +6,7 @@ export type WebhookEndpointWithSecret = components['schemas']['WebhookEndpointWi
 export type WebhookMessageView = components['schemas']['WebhookMessage'];
 export type WebhookAttemptView = components['schemas']['WebhookAttempt'];
 export type WebhookEventType = components['schemas']['WebhookEventType'];
+export type WebhookEndpointStatsView = components['schemas']['WebhookEndpointStats'];
 export type WebhookRecoverTaskView = components['schemas']['WebhookRecoverTask'];
 
 /** A `webhook_endpoints` row as the driver returns it. */

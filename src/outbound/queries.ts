@@ -585,3 +585,41 @@ export async function finishRecoverTask(on: SqlRunner, id: string, state: 'compl
 export async function releaseRecoverTask(on: SqlRunner, id: string): Promise<void> {
   await sqlRun(on, `update webhook_recover_tasks set lease_until = null where id = $1 and state = 'running'`, [id]);
 }
+
+// Stats
+
+/** An endpoint's attempts since `sinceMs` ago, counted by outcome, with their latency percentiles. */
+export interface AttemptStatsRow {
+  since: Date;
+  attempts: number;
+  succeeded: number;
+  failed_3xx: number;
+  failed_4xx: number;
+  failed_5xx: number;
+  failed_other: number;
+  no_response: number;
+  p50: number | null;
+  p99: number | null;
+  last_success_at: Date | null;
+}
+
+export async function endpointAttemptStats(on: SqlRunner, endpointId: string, sinceMs: number): Promise<AttemptStatsRow> {
+  const [row] = await sqlRows<AttemptStatsRow>(
+    on,
+    `with w as (select now() - ($2 * interval '1 millisecond') as since)
+     select w.since, count(a.*)::integer as attempts,
+       count(*) filter (where a.error is null and a.attempt is not null)::integer as succeeded,
+       count(*) filter (where a.error is not null and a.status_code between 300 and 399)::integer as failed_3xx,
+       count(*) filter (where a.error is not null and a.status_code between 400 and 499)::integer as failed_4xx,
+       count(*) filter (where a.error is not null and a.status_code between 500 and 599)::integer as failed_5xx,
+       count(*) filter (where a.error is not null and (a.status_code < 300 or a.status_code > 599))::integer as failed_other,
+       count(*) filter (where a.error is not null and a.status_code is null)::integer as no_response,
+       percentile_cont(0.5) within group (order by a.duration_ms) as p50,
+       percentile_cont(0.99) within group (order by a.duration_ms) as p99,
+       (select max(s.started_at) from webhook_attempts s where s.endpoint_id = $1 and s.error is null) as last_success_at
+     from w left join webhook_attempts a on a.endpoint_id = $1 and a.started_at >= w.since
+     group by w.since`,
+    [endpointId, sinceMs],
+  );
+  return row!;
+}

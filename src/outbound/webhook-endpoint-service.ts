@@ -18,12 +18,14 @@ import {
   type WebhookEndpointWithSecret,
   type WebhookEventType,
   type WebhookMessageView,
+  type WebhookEndpointStatsView,
   type WebhookRecoverTaskView,
 } from './mapper.ts';
 import type { OutboundQueue } from './outbound-queue.ts';
 import {
   countEndpoints,
   countFailedDeliveries,
+  endpointAttemptStats,
   deleteEndpoint,
   findDelivery,
   findOwnedEndpoint,
@@ -71,6 +73,9 @@ export interface EndpointChanges {
 }
 
 const MESSAGE_ID = /^msg_[0-9a-f]{32}$/;
+
+export type StatsWindow = WebhookEndpointStatsView['window'];
+const STATS_WINDOWS_MS: Record<StatsWindow, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 };
 
 /** The caller's webhook endpoints, their secrets, and their message log. */
 export class WebhookEndpointService {
@@ -265,6 +270,24 @@ export class WebhookEndpointService {
     const task = await findRecoverTask(this.em, canonicalUuid(taskId), endpoint.id);
     if (!task) throw new NotFoundError('Recovery task not found');
     return toRecoverTaskView(task);
+  }
+
+  /** The endpoint's attempts over the window (from the attempt log) and its state. */
+  async stats(principal: Principal, id: string, window: StatsWindow): Promise<WebhookEndpointStatsView> {
+    const endpoint = await this.owned(principal, id);
+    const row = await endpointAttemptStats(this.em, endpoint.id, STATS_WINDOWS_MS[window]);
+    const iso = (value: Date | null) => (value === null ? null : new Date(value).toISOString());
+    return {
+      window,
+      since: iso(row.since)!,
+      attempts: row.attempts,
+      succeeded: row.succeeded,
+      failed: { '3xx': row.failed_3xx, '4xx': row.failed_4xx, '5xx': row.failed_5xx, other: row.failed_other, no_response: row.no_response },
+      latency_ms: { p50: row.p50, p99: row.p99 },
+      last_success_at: iso(row.last_success_at),
+      state: endpoint.disabled ? 'disabled' : endpoint.failing_since ? 'failing' : 'healthy',
+      failing_since: endpoint.disabled || endpoint.failing_since ? iso(endpoint.failing_since) : null,
+    };
   }
 
   private view(row: EndpointRow): WebhookEndpointView {

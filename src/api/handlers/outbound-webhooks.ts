@@ -7,6 +7,7 @@ type EndpointPath = operations['getWebhookEndpoint']['parameters']['path'];
 type MessagePath = operations['retryWebhookMessage']['parameters']['path'];
 type RecoverTaskPath = operations['getWebhookRecoverTask']['parameters']['path'];
 type RecoverBody = operations['recoverWebhookEndpoint']['requestBody']['content']['application/json'];
+type StatsQuery = NonNullable<operations['getWebhookEndpointStats']['parameters']['query']>;
 type MessagesQuery = NonNullable<operations['listWebhookMessages']['parameters']['query']>;
 
 /** Handlers of the `outbound-webhooks` tag: the caller's own endpoints only (another's → 404). */
@@ -50,6 +51,11 @@ export function outboundWebhookHandlers(service: WebhookEndpointService): Operat
     async listWebhookMessageAttempts(operation, ctx) {
       const { endpoint_id, message_id } = operation.request.params as MessagePath;
       respond(ctx, 200, { items: await service.listAttempts(principalOf(operation), endpoint_id, message_id) });
+    },
+    async getWebhookEndpointStats(operation, ctx) {
+      const { endpoint_id } = operation.request.params as EndpointPath;
+      const { window } = (operation.request.query ?? {}) as StatsQuery;
+      respond(ctx, 200, await service.stats(principalOf(operation), endpoint_id, window ?? '24h'));
     },
     async recoverWebhookEndpoint(operation, ctx) {
       const { endpoint_id } = operation.request.params as EndpointPath;
