@@ -7,6 +7,7 @@ import { conversationsPage } from './pages/conversations.ts';
 import { conversationPage } from './pages/conversation.ts';
 import { accountPage } from './pages/account.ts';
 import { adminPage } from './pages/admin.ts';
+import { webhookEndpointPage } from './pages/webhook-endpoint.ts';
 
 /** What a page returns: called when the user leaves it (closes streams, timers). */
 export type Cleanup = (() => void) | void;
@@ -17,6 +18,7 @@ const PAGES: Record<Route['page'], Page> = {
   conversations: conversationsPage,
   conversation: conversationPage,
   account: accountPage,
+  'webhook-endpoint': webhookEndpointPage,
   admin: adminPage,
   'not-found': (main) => replace(main, h('h1', null, 'Page not found'), h('p', null, h('a', { href: '#/conversations' }, 'Back to your conversations'))),
 };
@@ -59,7 +61,7 @@ function render(): void {
     'nav',
     { 'aria-label': 'Main' },
     navLink('#/conversations', 'Conversations', route.page === 'conversations' || route.page === 'conversation'),
-    navLink('#/account', 'Account', route.page === 'account'),
+    navLink('#/account', 'Account', route.page === 'account' || route.page === 'webhook-endpoint'),
     adminLink,
   );
   void superAdmin().then((yes) => yes && replace(adminLink, navLink('#/admin', 'Admin', route.page === 'admin')));

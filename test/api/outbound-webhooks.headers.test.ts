@@ -92,7 +92,7 @@ describe('outbound webhooks: custom headers per endpoint', function () {
     ['Upgrade', 'a hop-by-hop header'],
     ['Host', 'written by the server'],
     ['Content-Length', 'written by the server'],
-  ]) {
+  ] as [string, string][]) {
     it(`returns 422 naming ${name} (${why}), on create and update, storing nothing`, async () => {
       const refused = await create({ url: receiver.url, headers: { 'X-Ok': '1', [name]: 'x' } });
       expect(refused.status).to.equal(422);
