@@ -4285,6 +4285,8 @@ export interface components {
         };
         /** @description A new webhook endpoint. */
         WebhookEndpointCreate: {
+            /** @description At most this many messages a second to this endpoint, held across every instance (null → no limit); messages beyond it wait their turn. */
+            rate_limit?: number | null;
             /** @description Only messages about these conversations (null → any); messages about no conversation (`checkout.completed`, operational messages) do not match. */
             conversation_ids?: string[] | null;
             /**
@@ -4319,6 +4321,8 @@ export interface components {
         };
         /** @description The fields to change; absent fields stay as they are. */
         WebhookEndpointUpdate: {
+            /** @description At most this many messages a second to this endpoint, held across every instance (null → no limit); messages beyond it wait their turn. */
+            rate_limit?: number | null;
             /** @description Only messages about these conversations (null → any); messages about no conversation (`checkout.completed`, operational messages) do not match. */
             conversation_ids?: string[] | null;
             /**
@@ -4340,6 +4344,8 @@ export interface components {
         };
         /** @description A webhook endpoint (its secret is never shown here). */
         WebhookEndpoint: {
+            /** @description At most this many messages a second; null → no limit. */
+            rate_limit: number | null;
             /** @description Only messages about these conversations; null → any. */
             conversation_ids: string[] | null;
             /** @description Only messages about conversations carrying every one of these `key:value` tags; null → any. */
@@ -4383,6 +4389,8 @@ export interface components {
         };
         /** @description A webhook endpoint with its signing secret, shown once. */
         WebhookEndpointWithSecret: {
+            /** @description At most this many messages a second; null → no limit. */
+            rate_limit: number | null;
             /** @description Only messages about these conversations; null → any. */
             conversation_ids: string[] | null;
             /** @description Only messages about conversations carrying every one of these `key:value` tags; null → any. */
@@ -6444,6 +6452,7 @@ export interface operations {
                      *           "conversation_id": null,
                      *           "conversation_ids": null,
                      *           "tags": null,
+                     *           "rate_limit": null,
                      *           "headers": {},
                      *           "sensitive_headers": [],
                      *           "disabled": false,
@@ -6501,6 +6510,7 @@ export interface operations {
                      *       "conversation_id": null,
                      *       "conversation_ids": null,
                      *       "tags": null,
+                     *       "rate_limit": null,
                      *       "headers": {},
                      *       "sensitive_headers": [],
                      *       "disabled": false,
@@ -6626,6 +6636,7 @@ export interface operations {
                      *       "conversation_id": null,
                      *       "conversation_ids": null,
                      *       "tags": null,
+                     *       "rate_limit": null,
                      *       "headers": {},
                      *       "sensitive_headers": [],
                      *       "disabled": true,
@@ -6717,6 +6728,7 @@ export interface operations {
                      *       "conversation_id": null,
                      *       "conversation_ids": null,
                      *       "tags": null,
+                     *       "rate_limit": null,
                      *       "headers": {},
                      *       "sensitive_headers": [],
                      *       "disabled": false,
@@ -6766,6 +6778,7 @@ export interface operations {
                      *       "conversation_id": null,
                      *       "conversation_ids": null,
                      *       "tags": null,
+                     *       "rate_limit": null,
                      *       "headers": {},
                      *       "sensitive_headers": [],
                      *       "disabled": false,

@@ -9,7 +9,7 @@ import { RefusedTargetError, resolveTarget } from './target-guard.ts';
 import { ENDPOINT_SECRET_PURPOSE } from './webhook-endpoint-service.ts';
 
 /** One message at one endpoint, with what sending it needs of the endpoint. */
-export type DeliveryRow = MessageRow & Pick<EndpointRow, 'owner_id' | 'url' | 'headers' | 'secret' | 'previous_secret' | 'previous_secret_until' | 'disabled'>;
+export type DeliveryRow = MessageRow & Pick<EndpointRow, 'owner_id' | 'url' | 'headers' | 'rate_limit' | 'secret' | 'previous_secret' | 'previous_secret_until' | 'disabled'>;
 
 /** One attempt made, before it is recorded. */
 export interface Attempt {
@@ -28,9 +28,14 @@ export class AttemptMaker {
     private readonly log: Logger,
   ) {}
 
+  /** Whether attempt `attempt` is still to be made (not by another instance, nor before a crash). */
+  static due(row: DeliveryRow, attempt: number): boolean {
+    return !(row.attempts >= attempt || (row.state !== 'pending' && row.attempts + 1 !== attempt));
+  }
+
   /** Makes attempt `attempt` unless it was made already (by another instance, or before a crash). */
   async make(row: DeliveryRow, attempt: number, body: () => Promise<string>): Promise<Attempt | undefined> {
-    if (row.attempts >= attempt || (row.state !== 'pending' && row.attempts + 1 !== attempt)) return undefined;
+    if (!AttemptMaker.due(row, attempt)) return undefined;
     const startedAt = new Date();
     if (row.disabled && row.type !== 'webhook.test') {
       const result = { statusCode: null, error: 'The endpoint is disabled', responseExcerpt: null, durationMs: 0 };

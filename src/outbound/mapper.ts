@@ -20,6 +20,8 @@ export interface EndpointRow {
   conversation_ids: string[] | null;
   /** `key:value` tags a conversation must carry, as the object `conversations.tags` must contain. */
   tags: Record<string, string> | null;
+  /** Messages a second at most; null: no limit. */
+  rate_limit: number | null;
   /** Custom headers, encrypted (endpoint-headers.ts); null when none. */
   headers: string | null;
   disabled: boolean;
@@ -70,6 +72,7 @@ export function toEndpointView(row: EndpointRow, headers: { headers: Record<stri
     conversation_id: row.conversation_id,
     conversation_ids: row.conversation_ids,
     tags: row.tags === null ? null : Object.entries(row.tags).map(([key, value]) => `${key}:${value}`).sort(),
+    rate_limit: row.rate_limit,
     ...headers,
     disabled: row.disabled,
     disabled_reason: row.disabled_reason,

@@ -34,13 +34,14 @@ export async function insertEndpoint(
     conversationIds: string[] | null;
     tags: Record<string, string> | null;
     headers: string | null;
+    rateLimit: number | null;
     secret: string;
   },
 ): Promise<EndpointRow> {
   const [row] = await sqlRows<EndpointRow>(
     trx,
-    `insert into webhook_endpoints (id, owner_id, url, description, event_types, conversation_id, conversation_ids, tags, headers, secret)
-     values ($1, $2, $3, $4, $5::text[], $6, $7::uuid[], $8::jsonb, $9, $10) returning *`,
+    `insert into webhook_endpoints (id, owner_id, url, description, event_types, conversation_id, conversation_ids, tags, headers, secret, rate_limit)
+     values ($1, $2, $3, $4, $5::text[], $6, $7::uuid[], $8::jsonb, $9, $10, $11) returning *`,
     [
       endpoint.id,
       endpoint.ownerId,
@@ -52,6 +53,7 @@ export async function insertEndpoint(
       endpoint.tags === null ? null : JSON.stringify(endpoint.tags),
       endpoint.headers,
       endpoint.secret,
+      endpoint.rateLimit,
     ],
   );
   return row!;
@@ -83,6 +85,7 @@ export async function updateEndpoint(
     conversationIds: string[] | null;
     tags: Record<string, string> | null;
     headers: string | null;
+    rateLimit: number | null;
     disabled: boolean;
     clearReason: boolean;
     clearFailures: boolean;
@@ -93,7 +96,7 @@ export async function updateEndpoint(
     `update webhook_endpoints set url = $1, description = $2, event_types = $3::text[], disabled = $4,
        disabled_reason = case when $5 then null else disabled_reason end,
        failing_since = case when $6 then null else failing_since end,
-       headers = $9, conversation_ids = $10::uuid[], tags = $11::jsonb,
+       headers = $9, conversation_ids = $10::uuid[], tags = $11::jsonb, rate_limit = $12,
        updated_at = now()
      where id = $7 and owner_id = $8 returning *`,
     [
@@ -108,6 +111,7 @@ export async function updateEndpoint(
       change.headers,
       change.conversationIds,
       change.tags === null ? null : JSON.stringify(change.tags),
+      change.rateLimit,
     ],
   );
   return row;
@@ -190,7 +194,7 @@ export async function markDeliveryPending(trx: SqlRunner, messageId: string, end
 export function deliveryTargets(on: SqlRunner, messageId: string, endpointId: string | null): Promise<DeliveryRow[]> {
   return sqlRows<DeliveryRow>(
     on,
-    `select q.*, e.owner_id, e.url, e.headers, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
+    `select q.*, e.owner_id, e.url, e.headers, e.rate_limit, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
      from (${DELIVERY_SELECT}) q join webhook_endpoints e on e.id = q.endpoint_id
      where q.id = $1 and ($2::uuid is null or q.endpoint_id = $2::uuid)`,
     [messageId, endpointId],
@@ -622,4 +626,29 @@ export async function endpointAttemptStats(on: SqlRunner, endpointId: string, si
     [endpointId, sinceMs],
   );
   return row!;
+}
+
+// Rate limits
+
+/**
+ * Takes the endpoint's next slot (slots `intervalMs` apart, on the database's clock, shared by every
+ * instance) if it is at most `maxWaitMs` away: `taken` and how long from now until it. Otherwise
+ * nothing is taken, and `waitMs` says roughly when the next free slot is.
+ */
+export async function reserveEndpointSlot(on: SqlRunner, endpointId: string, intervalMs: number, maxWaitMs: number): Promise<{ taken: boolean; waitMs: number }> {
+  await sqlRun(on, `insert into webhook_endpoint_throttle (endpoint_id, next_at) values ($1, '-infinity') on conflict (endpoint_id) do nothing`, [endpointId]);
+  const [row] = await sqlRows<{ taken: boolean; wait_ms: number }>(
+    on,
+    `with taken as (
+       update webhook_endpoint_throttle t set next_at = greatest(t.next_at, clock_timestamp()) + $2 * interval '1 millisecond'
+       where t.endpoint_id = $1 and t.next_at <= clock_timestamp() + $3 * interval '1 millisecond'
+       returning greatest(0, extract(epoch from (t.next_at - $2 * interval '1 millisecond' - clock_timestamp())) * 1000)::float8 as wait_ms
+     )
+     select true as taken, wait_ms from taken
+     union all
+     select false, greatest(0, extract(epoch from (next_at - clock_timestamp())) * 1000)::float8
+     from webhook_endpoint_throttle where endpoint_id = $1 and not exists (select 1 from taken)`,
+    [endpointId, intervalMs, maxWaitMs],
+  );
+  return { taken: row!.taken, waitMs: row!.wait_ms };
 }

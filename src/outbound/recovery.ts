@@ -13,6 +13,7 @@ import {
   finishRecoverTask,
   nextFailedDelivery,
   releaseRecoverTask,
+  reserveEndpointSlot,
   type RecoverTaskRow,
 } from './queries.ts';
 
@@ -85,6 +86,11 @@ export class RecoveryRunner {
   private async resend(messageId: string, endpointId: string): Promise<'succeeded' | 'skipped' | { error: string }> {
     const [row] = await deliveryTargets(this.em, messageId, endpointId);
     if (!row || row.state !== 'failed') return 'skipped';
+    // A rate-limited endpoint's recovery keeps to its rate too: one message at a time, each at its slot.
+    if (row.rate_limit !== null) {
+      const turn = await reserveEndpointSlot(this.em, endpointId, 1_000 / row.rate_limit, Number.MAX_SAFE_INTEGER);
+      await new Promise((resolve) => setTimeout(resolve, turn.waitMs));
+    }
     const made = await this.attempts.make(row, row.attempts + 1, () => messageBody(this.em, row));
     if (!made) return 'skipped';
     const [recorded] = await recordAttempts(this.em.getConnection().getKnex(), this.queue, this.config, [made], { retries: false });

@@ -59,6 +59,7 @@ export interface NewEndpoint {
   conversation_id?: string | null;
   conversation_ids?: string[] | null;
   tags?: string[] | null;
+  rate_limit?: number | null;
   headers?: Record<string, string>;
 }
 
@@ -68,6 +69,7 @@ export interface EndpointChanges {
   event_types?: WebhookEventType[] | null;
   conversation_ids?: string[] | null;
   tags?: string[] | null;
+  rate_limit?: number | null;
   headers?: Record<string, string> | null;
   disabled?: boolean;
 }
@@ -109,6 +111,7 @@ export class WebhookEndpointService {
         conversationId: input.conversation_id ? canonicalUuid(input.conversation_id) : null,
         conversationIds: conversationIdsOf(input.conversation_ids),
         tags: tagsOf(input.tags),
+        rateLimit: input.rate_limit ?? null,
         headers,
         secret: this.box.encrypt(secret, ENDPOINT_SECRET_PURPOSE),
       });
@@ -118,6 +121,7 @@ export class WebhookEndpointService {
         conversation_id: created.conversation_id,
         conversation_ids: created.conversation_ids,
         tags: input.tags ?? null,
+        rate_limit: created.rate_limit,
         header_names: Object.keys(input.headers ?? {}),
       });
       return created;
@@ -149,6 +153,7 @@ export class WebhookEndpointService {
         eventTypes: changes.event_types === undefined ? endpoint.event_types : changes.event_types,
         conversationIds: changes.conversation_ids === undefined ? endpoint.conversation_ids : conversationIdsOf(changes.conversation_ids),
         tags: changes.tags === undefined ? endpoint.tags : tagsOf(changes.tags),
+        rateLimit: changes.rate_limit === undefined ? endpoint.rate_limit : changes.rate_limit,
         headers,
         disabled,
         clearReason: !disabled || changes.disabled === true,

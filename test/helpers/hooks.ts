@@ -51,6 +51,7 @@ export const TABLES = [
   'spend_usages',
   'audit_log',
   'webhook_recover_tasks',
+  'webhook_endpoint_throttle',
   'webhook_attempts',
   'webhook_deliveries',
   'webhook_messages',

@@ -10,7 +10,9 @@ import { Migration } from '@mikro-orm/migrations';
  *   `Authorization` are secrets); `conversation_ids` and `tags`: filters at fan-out;
  * - `webhook_messages.source_endpoint_id`: an operational message (`endpoint.disabled`, …) names the
  *   endpoint it is about, which never receives it;
- * - `webhook_attempts_endpoint_idx`: an endpoint's attempts by time, for its stats.
+ * - `webhook_attempts_endpoint_idx`: an endpoint's attempts by time, for its stats;
+ * - `webhook_endpoints.rate_limit` and `webhook_endpoint_throttle`: messages a second per endpoint, the
+ *   next slot held in the database so that every instance keeps to it.
  */
 export class Migration20261127150000_outbound_operations extends Migration {
   override async up(): Promise<void> {
@@ -18,7 +20,14 @@ export class Migration20261127150000_outbound_operations extends Migration {
       alter table webhook_endpoints
         add column headers text,
         add column conversation_ids uuid[],
-        add column tags jsonb;
+        add column tags jsonb,
+        add column rate_limit integer;
+
+      -- The next free slot of each rate-limited endpoint, on the database's clock: every instance takes its turn here.
+      create table webhook_endpoint_throttle (
+        endpoint_id uuid primary key references webhook_endpoints (id) on delete cascade,
+        next_at timestamptz not null
+      );
       alter table webhook_messages add column source_endpoint_id uuid;
 
       create index webhook_deliveries_failed_idx on webhook_deliveries (endpoint_id, created_at, message_id) where state = 'failed';
@@ -49,10 +58,11 @@ export class Migration20261127150000_outbound_operations extends Migration {
   override async down(): Promise<void> {
     this.addSql(`
       drop table webhook_recover_tasks;
+      drop table webhook_endpoint_throttle;
       drop index webhook_attempts_endpoint_idx;
       drop index webhook_deliveries_failed_idx;
       alter table webhook_messages drop column source_endpoint_id;
-      alter table webhook_endpoints drop column headers, drop column conversation_ids, drop column tags;
+      alter table webhook_endpoints drop column headers, drop column conversation_ids, drop column tags, drop column rate_limit;
     `);
   }
 }
