@@ -957,6 +957,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook-event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The message types, with their JSON Schemas
+         * @description Every type an endpoint can subscribe to (`event_types`), with the JSON Schema of its body and an
+         *     example: the catalog a receiver codes against. The schemas are the `WebhookPayload…` components
+         *     of this contract.
+         */
+        get: operations["listWebhookEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook-endpoints/{endpoint_id}": {
         parameters: {
             query?: never;
@@ -1040,6 +1062,101 @@ export interface paths {
          * @description Queues a `webhook.test` message to the endpoint (also when it is disabled) and returns it; it is delivered and retried as any other.
          */
         post: operations["sendWebhookEndpointTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-send the endpoint's failed messages of a time window
+         * @description After a receiver's outage: every message of this endpoint whose delivery `failed` and that was
+         *     stored between `since` and `until` (default: now) is attempted once more, oldest first, one at a
+         *     time, as a new attempt of the same message (same `webhook-id`, a fresh signature). The task runs
+         *     in the background (202); `getWebhookRecoverTask` shows its progress. It stops at the first attempt
+         *     that fails (state `failed`), so the receiver never gets a later message before an earlier one;
+         *     recovering again resumes from that message. At most 10,000 messages per task, and `since` at most
+         *     14 days ago (as Svix); one task per endpoint runs at a time (409 while one runs). A disabled endpoint
+         *     must be enabled first (409).
+         */
+        post: operations["recoverWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/recover/{task_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+                /**
+                 * @description Recovery task id (UUID), from `recoverWebhookEndpoint`.
+                 * @example 0b8e6c2a-51d4-4f2e-9a7c-3d1e5f7a9b2c
+                 */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A recovery's progress
+         * @description How many of the window's failed messages were sent again and how many succeeded; `completed` once every one was sent, `failed` when an attempt failed (`last_error` says why).
+         */
+        get: operations["getWebhookRecoverTask"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * How the endpoint is doing
+         * @description Its attempts in the last `window` (`1h`, `24h`, `7d`; default `24h`), read from the same attempt
+         *     log as `listWebhookMessageAttempts`: how many, how many succeeded, failures by status class
+         *     (`no_response`: a timeout, a connection failure or a refused target), latency percentiles (p50,
+         *     p99, interpolated as PostgreSQL's `percentile_cont`; null without attempts), the last success
+         *     (whenever it was) and the current state: `disabled`, `failing` (its last attempt failed:
+         *     failing since `failing_since`) or `healthy`.
+         */
+        get: operations["getWebhookEndpointStats"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1920,7 +2037,260 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "conversation.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `conversation.created` message
+         * @description The conversation row was created (its first webhook batch, or its conversation info). Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookConversationCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `conversation.events` message
+         * @description The events of one committed ingest transaction, as stored (byte for byte); over 256 KB, their ids instead (`event_ids`). An event the contract does not know (stored under `accept-unknown`) is listed in `unrecognized` with its sequence number, as the events list marks it. Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookConversationEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.status_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `conversation.status_changed` message
+         * @description '`execution_status` changed (events or conversation info).' Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookConversationStatusChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.finished": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `conversation.finished` message
+         * @description The status became `finished`, `error` or `stuck`. Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookConversationFinished"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "checkout.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `checkout.completed` message
+         * @description A checkout session was credited. Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookCheckoutCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "billing.balance_depleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `billing.balance_depleted` message
+         * @description A charge took the balance from zero or above to below zero (once per crossing). Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookBillingBalanceDepleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.delivery_refused": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `conversation.delivery_refused` message
+         * @description A webhook batch of the conversation was refused (413 or 422) and kept in the refusal ledger; at most one message per conversation an hour. Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookConversationDeliveryRefused"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `webhook.test` message
+         * @description A test message (`sendWebhookEndpointTest`). Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookWebhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "endpoint.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `endpoint.disabled` message
+         * @description 'Operational: the server disabled one of the owner''s endpoints (410 Gone, or every attempt failed for `OUTBOUND_WEBHOOK_DISABLE_AFTER_HOURS`).' Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookEndpointDisabled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "endpoint.recovered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `endpoint.recovered` message
+         * @description 'Operational: an endpoint that was failing answered with a success again.' Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookEndpointRecovered"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "message.attempt.exhausted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `message.attempt.exhausted` message
+         * @description 'Operational: a message''s last attempt at an endpoint failed; the message is `failed` there (recover or retry it).' Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookMessageAttemptExhausted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "message.attempt.failing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `message.attempt.failing` message
+         * @description 'Operational: an endpoint''s first failed attempt after a success (it is failing from now on).' Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookMessageAttemptFailing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -3799,12 +4169,551 @@ export interface components {
          *     became `finished`, `error` or `stuck`); `checkout.completed`; `billing.balance_depleted`
          *     (what the agents spent took the balance below zero, see `getCredits`);
          *     `conversation.delivery_refused` (a webhook batch of the conversation was refused, at most one
-         *     message per conversation an hour, see `listRefusedDeliveries`); `webhook.test`.
+         *     message per conversation an hour, see `listRefusedDeliveries`); `webhook.test`. Operational
+         *     messages, about the owner's endpoints themselves, go only to the owner's other endpoints that list
+         *     them in `event_types` (never to the endpoint they are about, nor to one without `event_types`):
+         *     `endpoint.disabled` (with why), `endpoint.recovered` (a success after failures),
+         *     `message.attempt.exhausted` (a message's last attempt failed), `message.attempt.failing` (the
+         *     first failure after a success).
          * @enum {string}
          */
-        WebhookEventType: "conversation.created" | "conversation.events" | "conversation.status_changed" | "conversation.finished" | "checkout.completed" | "billing.balance_depleted" | "conversation.delivery_refused" | "webhook.test";
+        WebhookEventType: "conversation.created" | "conversation.events" | "conversation.status_changed" | "conversation.finished" | "checkout.completed" | "billing.balance_depleted" | "conversation.delivery_refused" | "webhook.test" | "endpoint.disabled" | "endpoint.recovered" | "message.attempt.exhausted" | "message.attempt.failing";
+        /**
+         * @description The conversation row was created (its first webhook batch, or its conversation info).
+         * @example {
+         *       "type": "conversation.created",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "conversation_id": "7d3f8a2e-4b1c-4e5f-9a6b-1c2d3e4f5a6b",
+         *         "created_at": "2026-11-25T09:00:00.000Z"
+         *       }
+         *     }
+         */
+        WebhookPayloadConversationCreated: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "conversation.created";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The conversation.
+                 */
+                conversation_id: string;
+                /**
+                 * Format: date-time
+                 * @description When it was created.
+                 */
+                created_at: string;
+            };
+        };
+        /**
+         * @description The events of one committed ingest transaction, as stored (byte for byte); over 256 KB, their ids instead (`event_ids`). An event the contract does not know (stored under `accept-unknown`) is listed in `unrecognized` with its sequence number, as the events list marks it.
+         * @example {
+         *       "type": "conversation.events",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "conversation_id": "7d3f8a2e-4b1c-4e5f-9a6b-1c2d3e4f5a6b",
+         *         "from_seq": 1,
+         *         "to_seq": 1,
+         *         "events": [
+         *           {
+         *             "id": "0f9c2d1e-3b4a-4c5d-8e6f-7a8b9c0d1e2f",
+         *             "kind": "PauseEvent",
+         *             "source": "user",
+         *             "timestamp": "2026-11-25T09:00:00"
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
+        WebhookPayloadConversationEvents: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "conversation.events";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The conversation.
+                 */
+                conversation_id: string;
+                /** @description Sequence number of the first event. */
+                from_seq: number;
+                /** @description Sequence number of the last event. */
+                to_seq: number;
+                /** @description The events (Event), as stored; absent when `event_ids` is given. */
+                events?: Record<string, never>[];
+                /** @description The events' ids, when the events are over 256 KB (read them with `listConversationEvents`). */
+                event_ids?: string[];
+                /** @description Events of the range the contract does not know, with what of them it does not know; absent when none. */
+                unrecognized?: {
+                    /** @description Sequence number of the event. */
+                    seq: number;
+                    /** @description Its id. */
+                    event_id: string;
+                    /** @description True when its kind is unknown. */
+                    kind?: boolean;
+                    /** @description Properties the contract does not know. */
+                    properties?: string[];
+                }[];
+            };
+        };
+        /**
+         * @description `execution_status` changed (events or conversation info).
+         * @example {
+         *       "type": "conversation.status_changed",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "conversation_id": "7d3f8a2e-4b1c-4e5f-9a6b-1c2d3e4f5a6b",
+         *         "from": "running",
+         *         "to": "paused"
+         *       }
+         *     }
+         */
+        WebhookPayloadConversationStatusChanged: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "conversation.status_changed";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The conversation.
+                 */
+                conversation_id: string;
+                /** @description The previous status; null for a new conversation. */
+                from: string | null;
+                /** @description The new status. */
+                to: string | null;
+            };
+        };
+        /**
+         * @description The status became `finished`, `error` or `stuck`.
+         * @example {
+         *       "type": "conversation.finished",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "conversation_id": "7d3f8a2e-4b1c-4e5f-9a6b-1c2d3e4f5a6b",
+         *         "execution_status": "finished",
+         *         "title": "Fix the failing test",
+         *         "event_count": 42,
+         *         "last_agent_message": "Done: the test passes."
+         *       }
+         *     }
+         */
+        WebhookPayloadConversationFinished: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "conversation.finished";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The conversation.
+                 */
+                conversation_id: string;
+                /**
+                 * @description The final status.
+                 * @enum {string}
+                 */
+                execution_status: "finished" | "error" | "stuck";
+                /** @description The conversation's title, when the agent-server sent one. */
+                title: string | null;
+                /** @description Events stored. */
+                event_count: number;
+                /** @description Text of the last agent MessageEvent. */
+                last_agent_message: string | null;
+            };
+        };
+        /**
+         * @description A checkout session was credited.
+         * @example {
+         *       "type": "checkout.completed",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "session_id": "cs_local_3b1f9e2d7c5a",
+         *         "amount_usd": 25
+         *       }
+         *     }
+         */
+        WebhookPayloadCheckoutCompleted: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "checkout.completed";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /** @description The checkout session. */
+                session_id: string;
+                /** @description Whole US dollars credited. */
+                amount_usd: number;
+            };
+        };
+        /**
+         * @description A charge took the balance from zero or above to below zero (once per crossing).
+         * @example {
+         *       "type": "billing.balance_depleted",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "conversation_id": "7d3f8a2e-4b1c-4e5f-9a6b-1c2d3e4f5a6b",
+         *         "balance_usd": -0.42,
+         *         "balance_micro_usd": -420000,
+         *         "purchased_micro_usd": 25000000,
+         *         "spent_micro_usd": 25420000
+         *       }
+         *     }
+         */
+        WebhookPayloadBalanceDepleted: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "billing.balance_depleted";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The conversation whose spend crossed zero.
+                 */
+                conversation_id: string | null;
+                /** @description The balance in US dollars. */
+                balance_usd: number;
+                /** @description The balance in micro-dollars. */
+                balance_micro_usd: number;
+                /** @description Purchased, in micro-dollars. */
+                purchased_micro_usd: number;
+                /** @description Spent, in micro-dollars. */
+                spent_micro_usd: number;
+            };
+        };
+        /**
+         * @description A webhook batch of the conversation was refused (413 or 422) and kept in the refusal ledger; at most one message per conversation an hour.
+         * @example {
+         *       "type": "conversation.delivery_refused",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "conversation_id": "7d3f8a2e-4b1c-4e5f-9a6b-1c2d3e4f5a6b",
+         *         "refused_delivery_id": 17,
+         *         "status": 422,
+         *         "reason": "union_tag_invalid",
+         *         "detail": "body[0]: unknown event kind NewFancyEvent",
+         *         "attempts": 4
+         *       }
+         *     }
+         */
+        WebhookPayloadDeliveryRefused: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "conversation.delivery_refused";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The conversation.
+                 */
+                conversation_id: string;
+                /** @description The refusal ledger's row. */
+                refused_delivery_id: number;
+                /**
+                 * @description The status answered.
+                 * @enum {integer}
+                 */
+                status: 413 | 422;
+                /** @description Why, in a word. */
+                reason: string;
+                /** @description Why, in a sentence. */
+                detail: string;
+                /** @description How often that batch was sent. */
+                attempts: number;
+            };
+        };
+        /**
+         * @description A test message (`sendWebhookEndpointTest`).
+         * @example {
+         *       "type": "webhook.test",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+         *         "message": "A test message from the agent platform"
+         *       }
+         *     }
+         */
+        WebhookPayloadTest: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "webhook.test";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The endpoint.
+                 */
+                endpoint_id: string;
+                /** @description A fixed sentence. */
+                message: string;
+            };
+        };
+        /**
+         * @description Operational: the server disabled one of the owner's endpoints (410 Gone, or every attempt failed for `OUTBOUND_WEBHOOK_DISABLE_AFTER_HOURS`).
+         * @example {
+         *       "type": "endpoint.disabled",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+         *         "url": "https://hooks.example.com/agent-platform",
+         *         "reason": "Every attempt failed for too long",
+         *         "failing_since": "2026-11-20T09:00:00.000Z"
+         *       }
+         *     }
+         */
+        WebhookPayloadEndpointDisabled: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "endpoint.disabled";
+            /**
+             * Format: date-time
+             * @description When the message was stored.
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The endpoint this is about.
+                 */
+                endpoint_id: string;
+                /** @description Its URL. */
+                url: string;
+                /** @description Why. */
+                reason: string | null;
+                /**
+                 * Format: date-time
+                 * @description Its first failure after its last success.
+                 */
+                failing_since: string | null;
+            };
+        };
+        /**
+         * @description Operational: an endpoint that was failing answered with a success again.
+         * @example {
+         *       "type": "endpoint.recovered",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+         *         "url": "https://hooks.example.com/agent-platform",
+         *         "failing_since": "2026-11-25T09:00:00.000Z"
+         *       }
+         *     }
+         */
+        WebhookPayloadEndpointRecovered: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "endpoint.recovered";
+            /**
+             * Format: date-time
+             * @description When the message was stored.
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The endpoint this is about.
+                 */
+                endpoint_id: string;
+                /** @description Its URL. */
+                url: string;
+                /**
+                 * Format: date-time
+                 * @description When it had started failing.
+                 */
+                failing_since: string | null;
+            };
+        };
+        /**
+         * @description Operational: a message's last attempt at an endpoint failed; the message is `failed` there (recover or retry it).
+         * @example {
+         *       "type": "message.attempt.exhausted",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+         *         "url": "https://hooks.example.com/agent-platform",
+         *         "message_id": "msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f",
+         *         "message_type": "conversation.finished",
+         *         "attempt": 8,
+         *         "status_code": 500,
+         *         "error": "The receiver answered 500"
+         *       }
+         *     }
+         */
+        WebhookPayloadAttemptExhausted: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "message.attempt.exhausted";
+            /**
+             * Format: date-time
+             * @description When the message was stored.
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The endpoint this is about.
+                 */
+                endpoint_id: string;
+                /** @description Its URL. */
+                url: string;
+                /** @description The message (its `webhook-id`). */
+                message_id: string;
+                /** @description Its type. */
+                message_type: string;
+                /** @description The attempt's number. */
+                attempt: number;
+                /** @description The receiver's status; null without an answer. */
+                status_code: number | null;
+                /** @description Why it failed. */
+                error: string | null;
+            };
+        };
+        /**
+         * @description Operational: an endpoint's first failed attempt after a success (it is failing from now on).
+         * @example {
+         *       "type": "message.attempt.failing",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+         *         "url": "https://hooks.example.com/agent-platform",
+         *         "message_id": "msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f",
+         *         "message_type": "conversation.events",
+         *         "attempt": 1,
+         *         "status_code": 503,
+         *         "error": "The receiver answered 503"
+         *       }
+         *     }
+         */
+        WebhookPayloadAttemptFailing: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "message.attempt.failing";
+            /**
+             * Format: date-time
+             * @description When the message was stored.
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The endpoint this is about.
+                 */
+                endpoint_id: string;
+                /** @description Its URL. */
+                url: string;
+                /** @description The message (its `webhook-id`). */
+                message_id: string;
+                /** @description Its type. */
+                message_type: string;
+                /** @description The attempt's number. */
+                attempt: number;
+                /** @description The receiver's status; null without an answer. */
+                status_code: number | null;
+                /** @description Why it failed. */
+                error: string | null;
+            };
+        };
+        /** @description A message type, its body's JSON Schema and an example body. */
+        WebhookEventTypeInfo: {
+            type: components["schemas"]["WebhookEventType"];
+            /** @description When the message is sent. */
+            description: string;
+            /** @description True for messages about the endpoints themselves, sent only to endpoints that list the type in `event_types`. */
+            operational?: boolean;
+            /** @description JSON Schema (2020-12) of the whole body `{type, timestamp, data}`. */
+            schema: Record<string, never>;
+            /** @description An example body. */
+            example: Record<string, never>;
+        };
+        /** @description The message types endpoints can subscribe to. */
+        WebhookEventTypeList: {
+            /** @description Every type, in the order of `WebhookEventType`. */
+            items: components["schemas"]["WebhookEventTypeInfo"][];
+        };
         /** @description A new webhook endpoint. */
         WebhookEndpointCreate: {
+            /** @description At most this many messages a second to this endpoint, held across every instance (null → no limit); messages beyond it wait their turn. */
+            rate_limit?: number | null;
+            /** @description Only messages about these conversations (null → any); messages about no conversation (`checkout.completed`, operational messages) do not match. */
+            conversation_ids?: string[] | null;
+            /**
+             * @description Only messages about conversations carrying every one of these tags (ConversationInfo `tags`),
+             *     as `key:value` (the value is everything after the first colon; a key at most once); evaluated
+             *     when the message is fanned out. Null → any. Messages about no conversation do not match.
+             */
+            tags?: string[] | null;
+            headers?: components["schemas"]["WebhookEndpointHeaders"];
             /** @description Absolute `https://` URL (http only when the server allows it). */
             url: string;
             /** @description Free text for the owner. */
@@ -3817,8 +4726,31 @@ export interface components {
              */
             conversation_id?: string | null;
         };
+        /**
+         * @description Custom HTTP headers sent with every message to the endpoint (for example a receiver's own
+         *     `Authorization`). They never replace the signature headers (`webhook-id`, `webhook-timestamp`,
+         *     `webhook-signature`), hop-by-hop headers (`Connection`, `Keep-Alive`, `Proxy-Authenticate`,
+         *     `Proxy-Authorization`, `TE`, `Trailer`, `Transfer-Encoding`, `Upgrade`) or the ones the server
+         *     writes (`Host`, `Content-Length`, `Content-Type`, `Content-Encoding`, `Expect`): naming one is a
+         *     422 naming the header. Names are HTTP tokens, unique whatever their case; values are stored encrypted.
+         */
+        WebhookEndpointHeaders: {
+            [key: string]: string;
+        };
         /** @description The fields to change; absent fields stay as they are. */
         WebhookEndpointUpdate: {
+            /** @description At most this many messages a second to this endpoint, held across every instance (null → no limit); messages beyond it wait their turn. */
+            rate_limit?: number | null;
+            /** @description Only messages about these conversations (null → any); messages about no conversation (`checkout.completed`, operational messages) do not match. */
+            conversation_ids?: string[] | null;
+            /**
+             * @description Only messages about conversations carrying every one of these tags (ConversationInfo `tags`),
+             *     as `key:value` (the value is everything after the first colon; a key at most once); evaluated
+             *     when the message is fanned out. Null → any. Messages about no conversation do not match.
+             */
+            tags?: string[] | null;
+            /** @description Replaces every custom header (sensitive ones too); `{}` or null removes them all. */
+            headers?: components["schemas"]["WebhookEndpointHeaders"] | null;
             /** @description Absolute `https://` URL (http only when the server allows it). */
             url?: string;
             /** @description Free text for the owner. */
@@ -3830,6 +4762,18 @@ export interface components {
         };
         /** @description A webhook endpoint (its secret is never shown here). */
         WebhookEndpoint: {
+            /** @description At most this many messages a second; null → no limit. */
+            rate_limit: number | null;
+            /** @description Only messages about these conversations; null → any. */
+            conversation_ids: string[] | null;
+            /** @description Only messages about conversations carrying every one of these `key:value` tags; null → any. */
+            tags: string[] | null;
+            /** @description The custom headers sent with every message, but for the sensitive ones (`sensitive_headers`), whose values are never shown. */
+            headers: {
+                [key: string]: string;
+            };
+            /** @description Names of custom headers whose values are secrets (`Authorization`, `X-Api-Key`, `Cookie`, names ending in `token`, `secret`, `key`, …), sent but never shown. */
+            sensitive_headers: string[];
             /**
              * Format: uuid
              * @description Endpoint id.
@@ -3863,6 +4807,18 @@ export interface components {
         };
         /** @description A webhook endpoint with its signing secret, shown once. */
         WebhookEndpointWithSecret: {
+            /** @description At most this many messages a second; null → no limit. */
+            rate_limit: number | null;
+            /** @description Only messages about these conversations; null → any. */
+            conversation_ids: string[] | null;
+            /** @description Only messages about conversations carrying every one of these `key:value` tags; null → any. */
+            tags: string[] | null;
+            /** @description The custom headers sent with every message, but for the sensitive ones (`sensitive_headers`), whose values are never shown. */
+            headers: {
+                [key: string]: string;
+            };
+            /** @description Names of custom headers whose values are secrets (`Authorization`, `X-Api-Key`, `Cookie`, names ending in `token`, `secret`, `key`, …), sent but never shown. */
+            sensitive_headers: string[];
             /**
              * Format: uuid
              * @description Endpoint id.
@@ -3957,6 +4913,117 @@ export interface components {
         WebhookAttemptList: {
             /** @description Attempts. */
             items: components["schemas"]["WebhookAttempt"][];
+        };
+        /** @description An endpoint's attempts over a window, and its state. */
+        WebhookEndpointStats: {
+            /**
+             * @description The window asked for.
+             * @enum {string}
+             */
+            window: "1h" | "24h" | "7d";
+            /**
+             * Format: date-time
+             * @description Its start.
+             */
+            since: string;
+            /** @description Attempts started in the window. */
+            attempts: number;
+            /** @description Of those, answered 2xx in time. */
+            succeeded: number;
+            /** @description The failed attempts by what the receiver answered. */
+            failed: {
+                /** @description Redirects (never followed). */
+                "3xx": number;
+                /** @description Client errors (429 included). */
+                "4xx": number;
+                /** @description Server errors. */
+                "5xx": number;
+                /** @description Any other status. */
+                other: number;
+                /** @description No answer (timeout, connection failure, refused target, disabled endpoint). */
+                no_response: number;
+            };
+            /** @description Attempt durations in the window, start to last byte. */
+            latency_ms: {
+                /** @description Median; null without attempts. */
+                p50: number | null;
+                /** @description 99th percentile; null without attempts. */
+                p99: number | null;
+            };
+            /**
+             * Format: date-time
+             * @description The start of its last successful attempt, in or before the window; null if none.
+             */
+            last_success_at: string | null;
+            /**
+             * @description `disabled`; `failing` since its first failed attempt after its last success; otherwise `healthy`.
+             * @enum {string}
+             */
+            state: "healthy" | "failing" | "disabled";
+            /**
+             * Format: date-time
+             * @description When it started failing; null when healthy.
+             */
+            failing_since: string | null;
+        };
+        /** @description The window of a recovery, by the messages' `created_at`. */
+        WebhookRecoverRequest: {
+            /**
+             * Format: date-time
+             * @description Messages stored at or after this time; at most 14 days ago.
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description Messages stored before this time; absent or null → now.
+             */
+            until?: string | null;
+        };
+        /** @description A recovery of an endpoint's failed messages and its progress. */
+        WebhookRecoverTask: {
+            /**
+             * Format: uuid
+             * @description Task id.
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The endpoint.
+             */
+            endpoint_id: string;
+            /**
+             * Format: date-time
+             * @description Start of the window.
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description End of the window (exclusive).
+             */
+            until: string;
+            /**
+             * @description `running`; `completed` when every message was sent again; `failed` when an attempt failed (the task stopped there).
+             * @enum {string}
+             */
+            state: "running" | "completed" | "failed";
+            /** @description Failed messages in the window when the task started (at most 10,000). */
+            total: number;
+            /** @description Messages attempted again so far. */
+            sent: number;
+            /** @description Of those, the ones the receiver accepted. */
+            succeeded: number;
+            /** @description Why the task stopped, when it failed. */
+            last_error: string | null;
+            /**
+             * Format: date-time
+             * @description When it started.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it completed or failed; null while running.
+             */
+            finished_at: string | null;
         };
         /** @description The user to make a super admin, by id or by e-mail. */
         SuperAdminGrant: components["schemas"]["UserById"] | components["schemas"]["UserByEmail"];
@@ -6594,6 +7661,11 @@ export interface operations {
                      *             "conversation.finished"
                      *           ],
                      *           "conversation_id": null,
+                     *           "conversation_ids": null,
+                     *           "tags": null,
+                     *           "rate_limit": null,
+                     *           "headers": {},
+                     *           "sensitive_headers": [],
                      *           "disabled": false,
                      *           "disabled_reason": null,
                      *           "created_at": "2026-11-25T09:00:00.000Z",
@@ -6662,6 +7734,11 @@ export interface operations {
                      *         "conversation.finished"
                      *       ],
                      *       "conversation_id": null,
+                     *       "conversation_ids": null,
+                     *       "tags": null,
+                     *       "rate_limit": null,
+                     *       "headers": {},
+                     *       "sensitive_headers": [],
                      *       "disabled": false,
                      *       "disabled_reason": null,
                      *       "created_at": "2026-11-25T09:00:00.000Z",
@@ -6676,6 +7753,82 @@ export interface operations {
             409: components["responses"]["TooManyEndpoints"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The catalog. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "type": "webhook.test",
+                     *           "description": "A test message (`sendWebhookEndpointTest`).",
+                     *           "operational": false,
+                     *           "schema": {
+                     *             "type": "object",
+                     *             "required": [
+                     *               "type",
+                     *               "timestamp",
+                     *               "data"
+                     *             ],
+                     *             "properties": {
+                     *               "type": {
+                     *                 "const": "webhook.test"
+                     *               },
+                     *               "timestamp": {
+                     *                 "type": "string",
+                     *                 "format": "date-time"
+                     *               },
+                     *               "data": {
+                     *                 "type": "object",
+                     *                 "required": [
+                     *                   "endpoint_id",
+                     *                   "message"
+                     *                 ],
+                     *                 "properties": {
+                     *                   "endpoint_id": {
+                     *                     "type": "string",
+                     *                     "format": "uuid"
+                     *                   },
+                     *                   "message": {
+                     *                     "type": "string"
+                     *                   }
+                     *                 }
+                     *               }
+                     *             }
+                     *           },
+                     *           "example": {
+                     *             "type": "webhook.test",
+                     *             "timestamp": "2026-11-25T09:00:00.000Z",
+                     *             "data": {
+                     *               "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *               "message": "A test message from the agent platform"
+                     *             }
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEventTypeList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6709,6 +7862,11 @@ export interface operations {
                      *       "description": "",
                      *       "event_types": null,
                      *       "conversation_id": null,
+                     *       "conversation_ids": null,
+                     *       "tags": null,
+                     *       "rate_limit": null,
+                     *       "headers": {},
+                     *       "sensitive_headers": [],
                      *       "disabled": true,
                      *       "disabled_reason": "The receiver answered 410 Gone",
                      *       "created_at": "2026-11-25T09:00:00.000Z",
@@ -6798,6 +7956,11 @@ export interface operations {
                      *         "conversation.status_changed"
                      *       ],
                      *       "conversation_id": null,
+                     *       "conversation_ids": null,
+                     *       "tags": null,
+                     *       "rate_limit": null,
+                     *       "headers": {},
+                     *       "sensitive_headers": [],
                      *       "disabled": false,
                      *       "disabled_reason": null,
                      *       "created_at": "2026-11-25T09:00:00.000Z",
@@ -6844,6 +8007,11 @@ export interface operations {
                      *       "description": "",
                      *       "event_types": null,
                      *       "conversation_id": null,
+                     *       "conversation_ids": null,
+                     *       "tags": null,
+                     *       "rate_limit": null,
+                     *       "headers": {},
+                     *       "sensitive_headers": [],
                      *       "disabled": false,
                      *       "disabled_reason": null,
                      *       "created_at": "2026-11-25T09:00:00.000Z",
@@ -6895,6 +8063,172 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookMessage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    recoverWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "since": "2026-11-25T08:00:00.000Z",
+                 *       "until": "2026-11-25T12:00:00.000Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookRecoverRequest"];
+            };
+        };
+        responses: {
+            /** @description The recovery was started. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0b8e6c2a-51d4-4f2e-9a7c-3d1e5f7a9b2c",
+                     *       "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *       "since": "2026-11-25T08:00:00.000Z",
+                     *       "until": "2026-11-25T12:00:00.000Z",
+                     *       "state": "running",
+                     *       "total": 42,
+                     *       "sent": 0,
+                     *       "succeeded": 0,
+                     *       "last_error": null,
+                     *       "created_at": "2026-11-25T12:30:00.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookRecoverTask"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookRecoverTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+                /**
+                 * @description Recovery task id (UUID), from `recoverWebhookEndpoint`.
+                 * @example 0b8e6c2a-51d4-4f2e-9a7c-3d1e5f7a9b2c
+                 */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "0b8e6c2a-51d4-4f2e-9a7c-3d1e5f7a9b2c",
+                     *       "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *       "since": "2026-11-25T08:00:00.000Z",
+                     *       "until": "2026-11-25T12:00:00.000Z",
+                     *       "state": "completed",
+                     *       "total": 42,
+                     *       "sent": 42,
+                     *       "succeeded": 42,
+                     *       "last_error": null,
+                     *       "created_at": "2026-11-25T12:30:00.000Z",
+                     *       "finished_at": "2026-11-25T12:30:04.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookRecoverTask"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpointStats: {
+        parameters: {
+            query?: {
+                /** @description How far back to count. */
+                window?: "1h" | "24h" | "7d";
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint's figures. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "window": "24h",
+                     *       "since": "2026-11-24T12:00:00.000Z",
+                     *       "attempts": 1240,
+                     *       "succeeded": 1228,
+                     *       "failed": {
+                     *         "3xx": 0,
+                     *         "4xx": 2,
+                     *         "5xx": 7,
+                     *         "other": 0,
+                     *         "no_response": 3
+                     *       },
+                     *       "latency_ms": {
+                     *         "p50": 41,
+                     *         "p99": 930
+                     *       },
+                     *       "last_success_at": "2026-11-25T11:59:58.000Z",
+                     *       "state": "healthy",
+                     *       "failing_since": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointStats"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -8717,6 +10051,270 @@ export interface operations {
             304: components["responses"]["NotModified"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+        };
+    };
+    webhookConversationCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadConversationCreated"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookConversationEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadConversationEvents"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookConversationStatusChanged: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadConversationStatusChanged"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookConversationFinished: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadConversationFinished"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCheckoutCompleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadCheckoutCompleted"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookBillingBalanceDepleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadBalanceDepleted"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookConversationDeliveryRefused: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadDeliveryRefused"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookWebhookTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadTest"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEndpointDisabled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadEndpointDisabled"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookEndpointRecovered: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadEndpointRecovered"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookMessageAttemptExhausted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadAttemptExhausted"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookMessageAttemptFailing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadAttemptFailing"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

@@ -203,6 +203,8 @@ export interface OutboundWebhookConfig {
   readonly maxEndpoints: number;
   /** `OUTBOUND_WEBHOOK_RETRY_SCHEDULE`: delay before each attempt in ms; its length is the number of attempts. */
   readonly retryScheduleMs: readonly number[];
+  /** `OUTBOUND_WEBHOOK_RETRY_AFTER_MAX_SECONDS`: the longest a receiver's `Retry-After` (429, 503) defers the next attempt. */
+  readonly retryAfterMaxMs: number;
   /** `OUTBOUND_WEBHOOK_DISABLE_AFTER_HOURS`: an endpoint failing every attempt this long is disabled. */
   readonly disableAfterMs: number;
   /** `OUTBOUND_WEBHOOK_ROTATION_OVERLAP_HOURS`: how long the previous secret still signs after a rotation. */
@@ -426,6 +428,7 @@ function loadOutboundWebhookConfig(env: Env): OutboundWebhookConfig {
     timeoutMs: integer(env, 'OUTBOUND_WEBHOOK_TIMEOUT_MS', 10_000, 100, 300_000),
     maxEndpoints: integer(env, 'OUTBOUND_WEBHOOK_MAX_ENDPOINTS', 20, 1, 1_000),
     retryScheduleMs: Object.freeze(retryScheduleMs),
+    retryAfterMaxMs: integer(env, 'OUTBOUND_WEBHOOK_RETRY_AFTER_MAX_SECONDS', 3_600, 0, 86_400) * 1_000,
     disableAfterMs: integer(env, 'OUTBOUND_WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 10_000) * 3_600_000,
     rotationOverlapMs: integer(env, 'OUTBOUND_WEBHOOK_ROTATION_OVERLAP_HOURS', 24, 0, 720) * 3_600_000,
     concurrency: integer(env, 'OUTBOUND_WEBHOOK_CONCURRENCY', 8, 1, 1_000),

@@ -8,6 +8,7 @@ import { conversationPage } from './pages/conversation.ts';
 import { accountPage } from './pages/account.ts';
 import { usagePage } from './pages/usage.ts';
 import { adminPage } from './pages/admin.ts';
+import { webhookEndpointPage } from './pages/webhook-endpoint.ts';
 
 /** What a page returns: called when the user leaves it (closes streams, timers). */
 export type Cleanup = (() => void) | void;
@@ -19,6 +20,7 @@ const PAGES: Record<Route['page'], Page> = {
   conversation: conversationPage,
   usage: usagePage,
   account: accountPage,
+  'webhook-endpoint': webhookEndpointPage,
   admin: adminPage,
   'not-found': (main) => replace(main, h('h1', null, 'Page not found'), h('p', null, h('a', { href: '#/conversations' }, 'Back to your conversations'))),
 };
@@ -62,7 +64,7 @@ function render(): void {
     { 'aria-label': 'Main' },
     navLink('#/conversations', 'Conversations', route.page === 'conversations' || route.page === 'conversation'),
     navLink('#/usage', 'Usage', route.page === 'usage'),
-    navLink('#/account', 'Account', route.page === 'account'),
+    navLink('#/account', 'Account', route.page === 'account' || route.page === 'webhook-endpoint'),
     adminLink,
   );
   void superAdmin().then((yes) => yes && replace(adminLink, navLink('#/admin', 'Admin', route.page === 'admin')));

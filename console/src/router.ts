@@ -1,7 +1,7 @@
 /** Routes live in the URL fragment (`#/conversations/{id}`), so the server serves one page at `/`. */
 
 export interface Route {
-  readonly page: 'conversations' | 'conversation' | 'usage' | 'account' | 'admin' | 'not-found';
+  readonly page: 'conversations' | 'conversation' | 'usage' | 'account' | 'webhook-endpoint' | 'admin' | 'not-found';
   readonly id?: string;
   /** An event to open the conversation at (`#/conversations/{id}/events/{seq}`). */
   readonly seq?: number;
@@ -18,6 +18,7 @@ export function currentRoute(): Route {
   if (parts[0] === 'conversations' && parts.length === 4 && parts[2] === 'events' && /^[1-9]\d{0,15}$/.test(parts[3]!)) return { page: 'conversation', id: parts[1], seq: Number(parts[3]), query };
   if (parts[0] === 'usage' && parts.length === 1) return { page: 'usage', query };
   if (parts[0] === 'account' && parts.length === 1) return { page: 'account', query };
+  if (parts[0] === 'webhook-endpoints' && parts.length === 2) return { page: 'webhook-endpoint', id: parts[1], query };
   if (parts[0] === 'admin' && parts.length === 1) return { page: 'admin', query };
   return { page: 'not-found', query };
 }

@@ -25,6 +25,7 @@ import { Migration20261125080000_webhook_outbox } from './migrations/Migration20
 import { Migration20261127010000_webhook_events_marker } from './migrations/Migration20261127010000_webhook_events_marker.ts';
 import { Migration20261127020000_retire_legacy_delivery_jobs } from './migrations/Migration20261127020000_retire_legacy_delivery_jobs.ts';
 import { Migration20261127100000_unrecognized_events } from './migrations/Migration20261127100000_unrecognized_events.ts';
+import { Migration20261127150000_outbound_operations } from './migrations/Migration20261127150000_outbound_operations.ts';
 import { Migration20261127110000_refused_deliveries } from './migrations/Migration20261127110000_refused_deliveries.ts';
 import { Migration20261127120000_event_search } from './migrations/Migration20261127120000_event_search.ts';
 import { Migration20261127130000_share_links } from './migrations/Migration20261127130000_share_links.ts';
@@ -62,6 +63,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127130000_share_links', class: Migration20261127130000_share_links },
   { name: 'Migration20261127135000_usage', class: Migration20261127135000_usage },
   { name: 'Migration20261127140000_rate_limits_and_idempotency', class: Migration20261127140000_rate_limits_and_idempotency },
+  { name: 'Migration20261127150000_outbound_operations', class: Migration20261127150000_outbound_operations },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */

@@ -6,9 +6,12 @@ import {
   clearEndpointFailures,
   disableGoneEndpoint,
   insertAttemptRows,
+  insertOperationalMessage,
   recordEndpointFailure,
   updateDeliveryStates,
+  type EndpointChange,
 } from './queries.ts';
+import { OPERATIONAL_TYPES } from './event-catalog.ts';
 
 /** How an attempt ended, for the metrics. */
 export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'gone' | 'refused';
@@ -24,17 +27,23 @@ export interface JudgedAttempt extends Attempt {
   state: 'succeeded' | 'pending' | 'failed';
 }
 
-type RecordConfig = Pick<OutboundWebhookConfig, 'retryScheduleMs' | 'disableAfterMs'>;
+type RecordConfig = Pick<OutboundWebhookConfig, 'retryScheduleMs' | 'disableAfterMs' | 'retryAfterMaxMs'>;
 
 /**
  * Records the attempts of one job (one message; several endpoints for a first attempt) in one
  * transaction of set-based statements: the attempt rows, the deliveries' states, the next attempts'
  * jobs, and the endpoints' failure bookkeeping. Returns the attempts recorded: one another worker
- * recorded first is left out.
+ * recorded first is left out. Without `retries` (a recovery's attempt) a failure is final.
  */
-export async function recordAttempts(knex: Knex, queue: OutboundQueue, config: RecordConfig, made: Attempt[]): Promise<JudgedAttempt[]> {
+export async function recordAttempts(
+  knex: Knex,
+  queue: OutboundQueue,
+  config: RecordConfig,
+  made: Attempt[],
+  options: { retries: boolean } = { retries: true },
+): Promise<JudgedAttempt[]> {
   if (made.length === 0) return [];
-  const judged = made.map((attempt) => judge(attempt, config.retryScheduleMs));
+  const judged = made.map((attempt) => judge(attempt, options.retries ? config.retryScheduleMs : [], config.retryAfterMaxMs));
   const messageId = made[0]!.row.id;
   return knex.transaction(async (trx) => {
     const ours = await insertAttempts(trx, messageId, judged);
@@ -50,12 +59,14 @@ export async function recordAttempts(knex: Knex, queue: OutboundQueue, config: R
   });
 }
 
-function judge(made: Attempt, schedule: readonly number[]): JudgedAttempt {
+/** A receiver's `Retry-After` (429, 503), up to `retryAfterMaxMs`, replaces the schedule's delay before the next attempt. */
+function judge(made: Attempt, schedule: readonly number[], retryAfterMaxMs: number): JudgedAttempt {
   const { result, attempt, refused } = made;
   const succeeded = result.error === null;
   const gone = result.statusCode === 410;
   const more = !succeeded && !gone && attempt < schedule.length;
-  const nextAt = more ? new Date(Date.now() + jitter(schedule[attempt]!)) : null;
+  const delay = result.retryAfterMs === undefined ? jitter(schedule[attempt] ?? 0) : Math.min(result.retryAfterMs, retryAfterMaxMs);
+  const nextAt = more ? new Date(Date.now() + delay) : null;
   const outcome: AttemptOutcome = succeeded ? 'succeeded' : gone ? 'gone' : refused && !more ? 'refused' : more ? 'retrying' : 'failed';
   const state = succeeded ? 'succeeded' : more ? 'pending' : 'failed';
   return { ...made, succeeded, gone, more, nextAt, outcome, state };
@@ -95,18 +106,46 @@ async function updateDeliveries(trx: Knex.Transaction, messageId: string, ours: 
   );
 }
 
-/** A success clears the endpoint's failures; a 410 disables it; a failure long enough after the last success too. */
+/**
+ * A success clears the endpoint's failures; a 410 disables it; a failure long enough after the last
+ * success too. Each change of state stores its operational message for the owner's other endpoints
+ * (`endpoint.recovered`, `endpoint.disabled`, `message.attempt.failing`, `message.attempt.exhausted`);
+ * attempts of operational messages store no `message.attempt.*` one, so two failing endpoints never
+ * feed each other.
+ */
 async function updateEndpoints(trx: Knex.Transaction, ours: JudgedAttempt[], disableAfterMs: number): Promise<void> {
-  const recovered = ours.filter((o) => o.succeeded).map((o) => o.row.endpoint_id);
-  if (recovered.length > 0) await clearEndpointFailures(trx, recovered);
+  const succeeded = ours.filter((o) => o.succeeded).map((o) => o.row.endpoint_id);
+  if (succeeded.length > 0) {
+    for (const endpoint of await clearEndpointFailures(trx, succeeded)) {
+      await operational(trx, endpoint, 'endpoint.recovered', { failing_since: iso(endpoint.failing_since) });
+    }
+  }
   for (const o of ours) {
+    const aboutMessage = !OPERATIONAL_TYPES.has(o.row.type);
     if (o.gone) {
-      await disableGoneEndpoint(trx, o.row.endpoint_id);
+      const endpoint = await disableGoneEndpoint(trx, o.row.endpoint_id);
+      if (endpoint) await operational(trx, endpoint, 'endpoint.disabled', { reason: 'The receiver answered 410 Gone', failing_since: iso(endpoint.failing_since) });
     } else if (!o.succeeded && !o.row.disabled) {
-      await recordEndpointFailure(trx, o.row.endpoint_id, o.startedAt.toISOString(), disableAfterMs);
+      const endpoint = await recordEndpointFailure(trx, o.row.endpoint_id, o.startedAt.toISOString(), disableAfterMs);
+      if (endpoint?.first_failure && aboutMessage) await operational(trx, endpoint, 'message.attempt.failing', attemptData(o));
+      if (endpoint?.disabled_now) await operational(trx, endpoint, 'endpoint.disabled', { reason: endpoint.disabled_reason, failing_since: iso(endpoint.failing_since) });
+    }
+    if (o.state === 'failed' && !o.row.disabled && aboutMessage) {
+      await operational(trx, { id: o.row.endpoint_id, owner_id: o.row.owner_id, url: o.row.url, failing_since: null }, 'message.attempt.exhausted', attemptData(o));
     }
   }
 }
+
+function operational(trx: Knex.Transaction, endpoint: EndpointChange, type: string, data: Record<string, unknown>): Promise<void> {
+  return insertOperationalMessage(trx, { ownerId: endpoint.owner_id, sourceEndpointId: endpoint.id, type, data: { endpoint_id: endpoint.id, url: endpoint.url, ...data } });
+}
+
+/** What `message.attempt.*` says of the attempt. */
+function attemptData(o: JudgedAttempt): Record<string, unknown> {
+  return { message_id: o.row.id, message_type: o.row.type, attempt: o.attempt, status_code: o.result.statusCode, error: o.result.error };
+}
+
+const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString());
 
 /** ±20 % around `ms`, so that receivers recovering from an outage are not hit by every retry at once. */
 function jitter(ms: number): number {

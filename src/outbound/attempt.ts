@@ -3,12 +3,13 @@ import type { SecretBox } from '../crypto/secret-box.ts';
 import type { Logger } from '../logger.ts';
 import { post, type SendResult } from './http-sender.ts';
 import type { EndpointRow, MessageRow } from './mapper.ts';
+import { openHeaders } from './endpoint-headers.ts';
 import { signature } from './signing.ts';
 import { RefusedTargetError, resolveTarget } from './target-guard.ts';
 import { ENDPOINT_SECRET_PURPOSE } from './webhook-endpoint-service.ts';
 
 /** One message at one endpoint, with what sending it needs of the endpoint. */
-export type DeliveryRow = MessageRow & Pick<EndpointRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_until' | 'disabled'>;
+export type DeliveryRow = MessageRow & Pick<EndpointRow, 'owner_id' | 'url' | 'headers' | 'rate_limit' | 'secret' | 'previous_secret' | 'previous_secret_until' | 'disabled'>;
 
 /** One attempt made, before it is recorded. */
 export interface Attempt {
@@ -27,9 +28,14 @@ export class AttemptMaker {
     private readonly log: Logger,
   ) {}
 
+  /** Whether attempt `attempt` is still to be made (not by another instance, nor before a crash). */
+  static due(row: DeliveryRow, attempt: number): boolean {
+    return !(row.attempts >= attempt || (row.state !== 'pending' && row.attempts + 1 !== attempt));
+  }
+
   /** Makes attempt `attempt` unless it was made already (by another instance, or before a crash). */
   async make(row: DeliveryRow, attempt: number, body: () => Promise<string>): Promise<Attempt | undefined> {
-    if (row.attempts >= attempt || (row.state !== 'pending' && row.attempts + 1 !== attempt)) return undefined;
+    if (!AttemptMaker.due(row, attempt)) return undefined;
     const startedAt = new Date();
     if (row.disabled && row.type !== 'webhook.test') {
       const result = { statusCode: null, error: 'The endpoint is disabled', responseExcerpt: null, durationMs: 0 };
@@ -53,14 +59,17 @@ export class AttemptMaker {
     const body = await bodyOf();
     const timestamp = Math.floor(Date.now() / 1000);
     let signatures: string[];
+    let custom: Record<string, string>;
     try {
       signatures = this.secretsOf(row).map((secret) => signature(this.box.decrypt(secret, ENDPOINT_SECRET_PURPOSE), row.id, timestamp, body));
+      custom = openHeaders(this.box, row.headers);
     } catch (error) {
       // A keyring without the key the secret was encrypted with: nothing unsigned ever leaves.
       this.log.error({ err: error, endpointId: row.endpoint_id }, 'webhook endpoint secret cannot be decrypted');
       return { statusCode: null, error: 'The endpoint secret cannot be decrypted with the configured keys', responseExcerpt: null, durationMs: 0 };
     }
-    const headers = { 'webhook-id': row.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatures.join(' ') };
+    // The endpoint's own headers first: the signature headers always win (and checkHeaders refuses them anyway).
+    const headers = { ...custom, 'webhook-id': row.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatures.join(' ') };
     return post(url, target, headers, body, this.config.timeoutMs);
   }
 

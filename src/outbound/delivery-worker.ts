@@ -3,11 +3,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { OutboundWebhookConfig } from '../config.ts';
 import type { SecretBox } from '../crypto/secret-box.ts';
 import type { Logger } from '../logger.ts';
+import { AttemptMaker } from './attempt.ts';
 import { Deliverer, type DeliveryObserver } from './delivery.ts';
 import { OutboundGate, type IngestPressure } from './ingest-pressure.ts';
 import type { DeliveryJob, OutboundQueue } from './outbound-queue.ts';
 import { FANOUT_BATCH, OWED_BATCH, OWED_EVENTS, fanOutBatch, makeOwedEventMessages } from './outbox.ts';
 import { DELIVERY_QUEUE, QUEUE_SCHEMA } from './queue-schema.ts';
+import { RecoveryRunner } from './recovery.ts';
 
 /** Jobs one worker fetches at once and runs together (each a message to its endpoints, or a retry). */
 const JOBS_PER_FETCH = 4;
@@ -26,6 +28,7 @@ export class DeliveryWorker {
   private dispatching: Promise<void> | undefined;
   private readonly gate: OutboundGate;
   private readonly deliverer: Deliverer;
+  private readonly recovery: RecoveryRunner;
 
   /** `pressure`: this instance's webhook ingestion, which delivery yields to when busy (see ingest-pressure.ts). */
   constructor(
@@ -40,6 +43,7 @@ export class DeliveryWorker {
   ) {
     this.gate = new OutboundGate(pressure);
     this.deliverer = new Deliverer(em, queue, box, config, log, observer);
+    this.recovery = new RecoveryRunner(em, queue, new AttemptMaker(box, config, log), this.gate, config, log);
   }
 
   /** Seconds after which an attempt's job that was not completed (its process died) is handed out again. */
@@ -76,7 +80,7 @@ export class DeliveryWorker {
     this.dispatchTimer = undefined;
     this.wakeIdlers();
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all([this.dispatching, ...this.loops]), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    await Promise.race([Promise.all([this.dispatching, this.recovery.stopped(), ...this.loops]), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
     clearTimeout(timer);
     this.loops = [];
     await this.boss?.stop({ graceful: true, timeout: graceMs });
@@ -152,9 +156,10 @@ export class DeliveryWorker {
     for (const wake of [...this.idlers]) wake();
   }
 
-  /** The outbox poll: every `dispatchMs`, fan out, then wake this instance's idle loops at once. */
+  /** The outbox poll: every `dispatchMs`, fan out, then wake this instance's idle loops at once; and look for a recovery to run. */
   private scheduleDispatch(delayMs: number): void {
     this.dispatchTimer = setTimeout(() => {
+      this.recovery.poll(() => this.running);
       this.dispatching = this.fanOutPending()
         .then((count) => {
           if (count > 0) this.wakeIdlers();

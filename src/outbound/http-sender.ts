@@ -21,6 +21,21 @@ export interface SendResult {
   error: string | null;
   responseExcerpt: string | null;
   durationMs: number;
+  /** A 429 or 503 answer's `Retry-After`, in ms from now; absent otherwise or when unreadable. */
+  retryAfterMs?: number;
+}
+
+/** An HTTP date as servers send it (RFC 9110's IMF-fixdate); `Date.parse` alone reads almost anything as a date. */
+const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+/** `Retry-After` as delta-seconds or an HTTP date (RFC 9110 §10.2.3), in ms from now (never negative); undefined when unreadable. */
+export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
+  const raw = value?.trim();
+  if (!raw) return undefined;
+  if (/^\d{1,10}$/.test(raw)) return Number(raw) * 1_000;
+  if (!IMF_FIXDATE.test(raw)) return undefined;
+  const at = Date.parse(raw);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /**
@@ -43,17 +58,19 @@ export function post(
   const agent = agents[url.protocol as keyof typeof agents];
   return new Promise<SendResult>((resolve) => {
     let settled = false;
-    const finish = (statusCode: number | null, error: string | null, excerpt: string | null) => {
+    const finish = (statusCode: number | null, error: string | null, excerpt: string | null, retryAfter?: number) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve({ statusCode, error, responseExcerpt: excerpt, durationMs: Math.round(performance.now() - started) });
+      const result: SendResult = { statusCode, error, responseExcerpt: excerpt, durationMs: Math.round(performance.now() - started) };
+      if (retryAfter !== undefined) result.retryAfterMs = retryAfter;
+      resolve(result);
     };
     const request = transport.request(url, {
       method: 'POST',
       lookup: pinned,
       agent,
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'agent-platform-webhooks/1' },
+      headers: { 'user-agent': 'agent-platform-webhooks/1', ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
     });
     const timer = setTimeout(() => {
       finish(null, `No answer within ${timeoutMs} ms`, null);
@@ -67,7 +84,8 @@ export function post(
         const status = response.statusCode ?? 0;
         // PostgreSQL text holds no NUL character.
         const excerpt = Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8').replaceAll('\u0000', '\ufffd');
-        finish(status, status >= 200 && status < 300 ? null : `The receiver answered ${status}`, excerpt);
+        const retryAfter = status === 429 || status === 503 ? retryAfterMs(response.headers['retry-after']) : undefined;
+        finish(status, status >= 200 && status < 300 ? null : `The receiver answered ${status}`, excerpt, retryAfter);
       };
       response.on('data', (chunk: Buffer) => {
         if (read < MAX_RESPONSE_BYTES) chunks.push(chunk.subarray(0, MAX_RESPONSE_BYTES - read));

@@ -1,10 +1,13 @@
 import type { components } from '../../generated/openapi.ts';
+import type { RecoverTaskRow } from './queries.ts';
 
 export type WebhookEndpointView = components['schemas']['WebhookEndpoint'];
 export type WebhookEndpointWithSecret = components['schemas']['WebhookEndpointWithSecret'];
 export type WebhookMessageView = components['schemas']['WebhookMessage'];
 export type WebhookAttemptView = components['schemas']['WebhookAttempt'];
 export type WebhookEventType = components['schemas']['WebhookEventType'];
+export type WebhookEndpointStatsView = components['schemas']['WebhookEndpointStats'];
+export type WebhookRecoverTaskView = components['schemas']['WebhookRecoverTask'];
 
 /** A `webhook_endpoints` row as the driver returns it. */
 export interface EndpointRow {
@@ -14,6 +17,13 @@ export interface EndpointRow {
   description: string;
   event_types: WebhookEventType[] | null;
   conversation_id: string | null;
+  conversation_ids: string[] | null;
+  /** `key:value` tags a conversation must carry, as the object `conversations.tags` must contain. */
+  tags: Record<string, string> | null;
+  /** Messages a second at most; null: no limit. */
+  rate_limit: number | null;
+  /** Custom headers, encrypted (endpoint-headers.ts); null when none. */
+  headers: string | null;
   disabled: boolean;
   disabled_reason: string | null;
   secret: string;
@@ -52,13 +62,18 @@ export interface AttemptRow {
 
 const iso = (value: Date | string): string => new Date(value).toISOString();
 
-export function toEndpointView(row: EndpointRow): WebhookEndpointView {
+/** The endpoint as its owner sees it; `headers` from `headersView` (sensitive values never shown). */
+export function toEndpointView(row: EndpointRow, headers: { headers: Record<string, string>; sensitive_headers: string[] }): WebhookEndpointView {
   return {
     id: row.id,
     url: row.url,
     description: row.description,
     event_types: row.event_types,
     conversation_id: row.conversation_id,
+    conversation_ids: row.conversation_ids,
+    tags: row.tags === null ? null : Object.entries(row.tags).map(([key, value]) => `${key}:${value}`).sort(),
+    rate_limit: row.rate_limit,
+    ...headers,
     disabled: row.disabled,
     disabled_reason: row.disabled_reason,
     created_at: iso(row.created_at),
@@ -87,5 +102,21 @@ export function toAttemptView(row: AttemptRow): WebhookAttemptView {
     status_code: row.status_code,
     error: row.error,
     response_excerpt: row.response_excerpt,
+  };
+}
+
+export function toRecoverTaskView(row: RecoverTaskRow): WebhookRecoverTaskView {
+  return {
+    id: row.id,
+    endpoint_id: row.endpoint_id,
+    since: iso(row.since),
+    until: iso(row.until),
+    state: row.state,
+    total: row.total,
+    sent: row.sent,
+    succeeded: row.succeeded,
+    last_error: row.last_error,
+    created_at: iso(row.created_at),
+    finished_at: row.finished_at ? iso(row.finished_at) : null,
   };
 }

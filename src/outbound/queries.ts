@@ -24,13 +24,37 @@ export async function countEndpoints(trx: SqlRunner, ownerId: string): Promise<n
 /** A new endpoint (its secret already encrypted). */
 export async function insertEndpoint(
   trx: SqlRunner,
-  endpoint: { id: string; ownerId: string; url: string; description: string; eventTypes: string[] | null; conversationId: string | null; secret: string },
+  endpoint: {
+    id: string;
+    ownerId: string;
+    url: string;
+    description: string;
+    eventTypes: string[] | null;
+    conversationId: string | null;
+    conversationIds: string[] | null;
+    tags: Record<string, string> | null;
+    headers: string | null;
+    rateLimit: number | null;
+    secret: string;
+  },
 ): Promise<EndpointRow> {
   const [row] = await sqlRows<EndpointRow>(
     trx,
-    `insert into webhook_endpoints (id, owner_id, url, description, event_types, conversation_id, secret)
-     values ($1, $2, $3, $4, $5::text[], $6, $7) returning *`,
-    [endpoint.id, endpoint.ownerId, endpoint.url, endpoint.description, endpoint.eventTypes, endpoint.conversationId, endpoint.secret],
+    `insert into webhook_endpoints (id, owner_id, url, description, event_types, conversation_id, conversation_ids, tags, headers, secret, rate_limit)
+     values ($1, $2, $3, $4, $5::text[], $6, $7::uuid[], $8::jsonb, $9, $10, $11) returning *`,
+    [
+      endpoint.id,
+      endpoint.ownerId,
+      endpoint.url,
+      endpoint.description,
+      endpoint.eventTypes,
+      endpoint.conversationId,
+      endpoint.conversationIds,
+      endpoint.tags === null ? null : JSON.stringify(endpoint.tags),
+      endpoint.headers,
+      endpoint.secret,
+      endpoint.rateLimit,
+    ],
   );
   return row!;
 }
@@ -58,6 +82,10 @@ export async function updateEndpoint(
     url: string;
     description: string;
     eventTypes: string[] | null;
+    conversationIds: string[] | null;
+    tags: Record<string, string> | null;
+    headers: string | null;
+    rateLimit: number | null;
     disabled: boolean;
     clearReason: boolean;
     clearFailures: boolean;
@@ -68,9 +96,23 @@ export async function updateEndpoint(
     `update webhook_endpoints set url = $1, description = $2, event_types = $3::text[], disabled = $4,
        disabled_reason = case when $5 then null else disabled_reason end,
        failing_since = case when $6 then null else failing_since end,
+       headers = $9, conversation_ids = $10::uuid[], tags = $11::jsonb, rate_limit = $12,
        updated_at = now()
      where id = $7 and owner_id = $8 returning *`,
-    [change.url, change.description, change.eventTypes, change.disabled, change.clearReason, change.clearFailures, change.id, change.ownerId],
+    [
+      change.url,
+      change.description,
+      change.eventTypes,
+      change.disabled,
+      change.clearReason,
+      change.clearFailures,
+      change.id,
+      change.ownerId,
+      change.headers,
+      change.conversationIds,
+      change.tags === null ? null : JSON.stringify(change.tags),
+      change.rateLimit,
+    ],
   );
   return row;
 }
@@ -152,18 +194,23 @@ export async function markDeliveryPending(trx: SqlRunner, messageId: string, end
 export function deliveryTargets(on: SqlRunner, messageId: string, endpointId: string | null): Promise<DeliveryRow[]> {
   return sqlRows<DeliveryRow>(
     on,
-    `select q.*, e.url, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
+    `select q.*, e.owner_id, e.url, e.headers, e.rate_limit, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
      from (${DELIVERY_SELECT}) q join webhook_endpoints e on e.id = q.endpoint_id
      where q.id = $1 and ($2::uuid is null or q.endpoint_id = $2::uuid)`,
     [messageId, endpointId],
   );
 }
 
-/** A conversation's stored events `fromSeq..toSeq`, in order, as their stored JSON text. */
-export function eventPayloads(on: SqlRunner, conversationId: string, fromSeq: number, toSeq: number): Promise<{ event_id: string; payload: string }[]> {
-  return sqlRows<{ event_id: string; payload: string }>(
+/** A conversation's stored events `fromSeq..toSeq`, in order, as their stored JSON text, with their `unrecognized` markers (null for known events). */
+export function eventPayloads(
+  on: SqlRunner,
+  conversationId: string,
+  fromSeq: number,
+  toSeq: number,
+): Promise<{ seq: number; event_id: string; payload: string; unrecognized: string | null }[]> {
+  return sqlRows<{ seq: number; event_id: string; payload: string; unrecognized: string | null }>(
     on,
-    `select event_id, payload::text as payload from conversation_events
+    `select seq, event_id, payload::text as payload, unrecognized::text as unrecognized from conversation_events
      where conversation_id = $1 and seq between $2 and $3 order by seq`,
     [conversationId, fromSeq, toSeq],
   );
@@ -233,32 +280,79 @@ export async function updateDeliveryStates(trx: SqlRunner, messageId: string, up
   );
 }
 
-/** Forgets the failures of endpoints that answered with a success. */
-export async function clearEndpointFailures(trx: SqlRunner, endpointIds: readonly string[]): Promise<void> {
-  await sqlRun(trx, 'update webhook_endpoints set failing_since = null where id = any ($1::uuid[]) and failing_since is not null', [endpointIds]);
+/** An endpoint whose state an attempt changed: what its operational message says of it. */
+export interface EndpointChange {
+  id: string;
+  owner_id: string;
+  url: string;
+  failing_since: Date | null;
 }
 
-/** Disables an endpoint whose receiver answered 410 Gone. */
-export async function disableGoneEndpoint(trx: SqlRunner, endpointId: string): Promise<void> {
-  await sqlRun(trx, `update webhook_endpoints set disabled = true, disabled_reason = 'The receiver answered 410 Gone', updated_at = now() where id = $1`, [
-    endpointId,
-  ]);
+/** Forgets the failures of endpoints that answered with a success; returns those that were failing (now recovered). */
+export function clearEndpointFailures(trx: SqlRunner, endpointIds: readonly string[]): Promise<EndpointChange[]> {
+  return sqlRows<EndpointChange>(
+    trx,
+    `update webhook_endpoints e set failing_since = null from (
+       select id, failing_since from webhook_endpoints where id = any ($1::uuid[]) and failing_since is not null for update
+     ) was
+     where e.id = was.id returning e.id, e.owner_id, e.url, was.failing_since`,
+    [endpointIds],
+  );
+}
+
+/** Disables an endpoint whose receiver answered 410 Gone; returns it when this disabled it (it was enabled). */
+export async function disableGoneEndpoint(trx: SqlRunner, endpointId: string): Promise<EndpointChange | undefined> {
+  const [row] = await sqlRows<EndpointChange>(
+    trx,
+    `update webhook_endpoints set disabled = true, disabled_reason = 'The receiver answered 410 Gone', updated_at = now()
+     where id = $1 and not disabled returning id, owner_id, url, failing_since`,
+    [endpointId],
+  );
+  return row;
+}
+
+/** What a failed attempt did to its endpoint: its first failure after a success, and whether it disabled it. */
+export interface EndpointFailure extends EndpointChange {
+  first_failure: boolean;
+  disabled_now: boolean;
+  disabled_reason: string | null;
 }
 
 /**
  * A failed attempt started at `startedAt`: the endpoint is failing since its first failure after the
  * last success, and disabled once that is `disableAfterMs` ago.
  */
-export async function recordEndpointFailure(trx: SqlRunner, endpointId: string, startedAt: string, disableAfterMs: number): Promise<void> {
+export async function recordEndpointFailure(trx: SqlRunner, endpointId: string, startedAt: string, disableAfterMs: number): Promise<EndpointFailure | undefined> {
+  const [row] = await sqlRows<EndpointFailure>(
+    trx,
+    `update webhook_endpoints e set failing_since = coalesce(e.failing_since, $1::timestamptz),
+       disabled = coalesce(e.failing_since, $1::timestamptz) <= now() - ($2 * interval '1 millisecond'),
+       disabled_reason = case when coalesce(e.failing_since, $1::timestamptz) <= now() - ($2 * interval '1 millisecond')
+         then 'Every attempt failed for too long' else e.disabled_reason end,
+       updated_at = now()
+     from (select id, failing_since, disabled from webhook_endpoints where id = $3 for update) was
+     where e.id = was.id
+     returning e.id, e.owner_id, e.url, e.failing_since, e.disabled_reason,
+       was.failing_since is null as first_failure, e.disabled and not was.disabled as disabled_now`,
+    [startedAt, disableAfterMs, endpointId],
+  );
+  return row;
+}
+
+/**
+ * Stores an operational message about `sourceEndpointId` (endpoint.disabled, …) when another enabled
+ * endpoint of the owner lists its type in `event_types`; the fan-out never gives it to its source.
+ */
+export async function insertOperationalMessage(
+  trx: SqlRunner,
+  message: { ownerId: string; sourceEndpointId: string; type: string; data: Record<string, unknown> },
+): Promise<void> {
   await sqlRun(
     trx,
-    `update webhook_endpoints set failing_since = coalesce(failing_since, $1::timestamptz),
-       disabled = coalesce(failing_since, $1::timestamptz) <= now() - ($2 * interval '1 millisecond'),
-       disabled_reason = case when coalesce(failing_since, $1::timestamptz) <= now() - ($2 * interval '1 millisecond')
-         then 'Every attempt failed for too long' else disabled_reason end,
-       updated_at = now()
-     where id = $3`,
-    [startedAt, disableAfterMs, endpointId],
+    `insert into webhook_messages (id, owner_id, type, data, source_endpoint_id)
+     select 'msg_' || replace(gen_random_uuid()::text, '-', ''), $1, $2, $3::jsonb, $4
+     where exists (select 1 from webhook_endpoints e where e.owner_id = $1 and not e.disabled and e.id <> $4 and $2 = any (e.event_types))`,
+    [message.ownerId, message.type, JSON.stringify(message.data), message.sourceEndpointId],
   );
 }
 
@@ -338,7 +432,7 @@ export async function lockUnfannedMessages(trx: SqlRunner, limit: number): Promi
 
 /**
  * Inserts one delivery per endpoint that wants each message (enabled, created no later than it, its
- * types and conversation matching) and marks the messages fanned out; returns the messages that got deliveries.
+ * types, conversations and tags matching) and marks the messages fanned out; returns the messages that got deliveries.
  */
 export async function fanOutMessages(trx: SqlRunner, messageIds: readonly string[]): Promise<string[]> {
   const rows = await sqlRows<{ message_id: string }>(
@@ -348,8 +442,13 @@ export async function fanOutMessages(trx: SqlRunner, messageIds: readonly string
        select m.id, e.id, now(), m.created_at
        from webhook_messages m join webhook_endpoints e on e.owner_id = m.owner_id
        where m.id = any ($1::text[]) and not e.disabled and e.created_at <= m.created_at
-         and (e.event_types is null or m.type = any (e.event_types))
+         -- An operational message (it has a source endpoint) goes only to the others that list its type.
+         and case when m.source_endpoint_id is null then e.event_types is null or m.type = any (e.event_types)
+           else m.type = any (e.event_types) and e.id <> m.source_endpoint_id end
          and (e.conversation_id is null or e.conversation_id = m.conversation_id)
+         and (e.conversation_ids is null or m.conversation_id = any (e.conversation_ids))
+         -- A tag filter reads the conversation's tags as they are now (one primary-key probe per message and such endpoint).
+         and (e.tags is null or exists (select 1 from conversations c where c.id = m.conversation_id and c.tags @> e.tags))
        on conflict do nothing
        returning message_id
      ), fanned_out as (
@@ -373,4 +472,183 @@ export async function outboundQueueDepth(on: SqlRunner): Promise<number> {
           + (select count(*) from conversations where webhook_events_from is not null)::integer as pending`,
   );
   return row!.pending;
+}
+
+// Recovery (re-sending an endpoint's failed messages of a window, in order)
+
+/** A `webhook_recover_tasks` row as the driver returns it. */
+export interface RecoverTaskRow {
+  id: string;
+  endpoint_id: string;
+  since: Date;
+  until: Date;
+  state: 'running' | 'completed' | 'failed';
+  total: number;
+  sent: number;
+  succeeded: number;
+  cursor_created_at: Date | null;
+  cursor_message_id: string | null;
+  last_error: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+/** Locks the endpoint's row until the transaction ends: one recovery starts at a time per endpoint. */
+export async function lockEndpoint(trx: SqlRunner, id: string): Promise<void> {
+  await sqlRun(trx, 'select 1 from webhook_endpoints where id = $1 for update', [id]);
+}
+
+/** Whether a recovery of the endpoint is running. */
+export async function hasRunningRecoverTask(on: SqlRunner, endpointId: string): Promise<boolean> {
+  const rows = await sqlRows(on, `select 1 from webhook_recover_tasks where endpoint_id = $1 and state = 'running' limit 1`, [endpointId]);
+  return rows.length > 0;
+}
+
+/** How many of the endpoint's deliveries failed among the messages stored in `[since, until)`, counted up to `cap`. */
+export async function countFailedDeliveries(on: SqlRunner, endpointId: string, since: string, until: string, cap: number): Promise<number> {
+  const [row] = await sqlRows<{ count: number }>(
+    on,
+    `select count(*)::integer as count from (select 1 from webhook_deliveries
+       where endpoint_id = $1 and state = 'failed' and created_at >= $2 and created_at < $3 limit $4) f`,
+    [endpointId, since, until, cap],
+  );
+  return row!.count;
+}
+
+/** A new recovery task; one with nothing to send is completed at once. */
+export async function insertRecoverTask(
+  trx: SqlRunner,
+  task: { id: string; endpointId: string; since: string; until: string; total: number },
+): Promise<RecoverTaskRow> {
+  const [row] = await sqlRows<RecoverTaskRow>(
+    trx,
+    `insert into webhook_recover_tasks (id, endpoint_id, since, until, total, state, finished_at)
+     values ($1, $2, $3, $4, $5, case when $5 = 0 then 'completed' else 'running' end, case when $5 = 0 then now() end) returning *`,
+    [task.id, task.endpointId, task.since, task.until, task.total],
+  );
+  return row!;
+}
+
+/** One recovery task of the endpoint. */
+export async function findRecoverTask(on: SqlRunner, id: string, endpointId: string): Promise<RecoverTaskRow | undefined> {
+  const [row] = await sqlRows<RecoverTaskRow>(on, 'select * from webhook_recover_tasks where id = $1 and endpoint_id = $2', [id, endpointId]);
+  return row;
+}
+
+/** Takes a running task no worker holds (its lease lapsed or never taken) for `leaseMs`; skips those another instance is taking. */
+export async function claimRecoverTask(on: SqlRunner, leaseMs: number): Promise<RecoverTaskRow | undefined> {
+  const [row] = await sqlRows<RecoverTaskRow>(
+    on,
+    `update webhook_recover_tasks t set lease_until = now() + ($1 * interval '1 millisecond')
+     from (select id from webhook_recover_tasks where state = 'running' and (lease_until is null or lease_until < now())
+           order by created_at limit 1 for update skip locked) c
+     where t.id = c.id returning t.*`,
+    [leaseMs],
+  );
+  return row;
+}
+
+/** The endpoint's next failed delivery of the task's window after its cursor, in (created_at, message_id) order. */
+export async function nextFailedDelivery(on: SqlRunner, task: RecoverTaskRow): Promise<{ message_id: string; created_at: Date } | undefined> {
+  const [row] = await sqlRows<{ message_id: string; created_at: Date }>(
+    on,
+    `select message_id, created_at from webhook_deliveries
+     where endpoint_id = $1 and state = 'failed' and created_at >= $2 and created_at < $3
+       and ($4::timestamptz is null or (created_at, message_id) > ($4::timestamptz, $5::text))
+     order by created_at, message_id limit 1`,
+    [task.endpoint_id, task.since, task.until, task.cursor_created_at, task.cursor_message_id],
+  );
+  return row;
+}
+
+/** Records one message handled by the task and renews its lease; undefined when the task is gone (its endpoint deleted). */
+export async function advanceRecoverTask(
+  on: SqlRunner,
+  step: { id: string; createdAt: Date; messageId: string; sent: number; succeeded: number; leaseMs: number },
+): Promise<RecoverTaskRow | undefined> {
+  const [row] = await sqlRows<RecoverTaskRow>(
+    on,
+    `update webhook_recover_tasks set cursor_created_at = $2, cursor_message_id = $3, sent = sent + $4, succeeded = succeeded + $5,
+       lease_until = now() + ($6 * interval '1 millisecond')
+     where id = $1 and state = 'running' returning *`,
+    [step.id, step.createdAt, step.messageId, step.sent, step.succeeded, step.leaseMs],
+  );
+  return row;
+}
+
+/** Ends a task: `completed`, or `failed` with why. */
+export async function finishRecoverTask(on: SqlRunner, id: string, state: 'completed' | 'failed', error: string | null): Promise<void> {
+  await sqlRun(on, `update webhook_recover_tasks set state = $2, last_error = $3, finished_at = now(), lease_until = null where id = $1 and state = 'running'`, [
+    id,
+    state,
+    error,
+  ]);
+}
+
+/** Lets another worker take the task at once (this one is stopping). */
+export async function releaseRecoverTask(on: SqlRunner, id: string): Promise<void> {
+  await sqlRun(on, `update webhook_recover_tasks set lease_until = null where id = $1 and state = 'running'`, [id]);
+}
+
+// Stats
+
+/** An endpoint's attempts since `sinceMs` ago, counted by outcome, with their latency percentiles. */
+export interface AttemptStatsRow {
+  since: Date;
+  attempts: number;
+  succeeded: number;
+  failed_3xx: number;
+  failed_4xx: number;
+  failed_5xx: number;
+  failed_other: number;
+  no_response: number;
+  p50: number | null;
+  p99: number | null;
+  last_success_at: Date | null;
+}
+
+export async function endpointAttemptStats(on: SqlRunner, endpointId: string, sinceMs: number): Promise<AttemptStatsRow> {
+  const [row] = await sqlRows<AttemptStatsRow>(
+    on,
+    `with w as (select now() - ($2 * interval '1 millisecond') as since)
+     select w.since, count(a.*)::integer as attempts,
+       count(*) filter (where a.error is null and a.attempt is not null)::integer as succeeded,
+       count(*) filter (where a.error is not null and a.status_code between 300 and 399)::integer as failed_3xx,
+       count(*) filter (where a.error is not null and a.status_code between 400 and 499)::integer as failed_4xx,
+       count(*) filter (where a.error is not null and a.status_code between 500 and 599)::integer as failed_5xx,
+       count(*) filter (where a.error is not null and (a.status_code < 300 or a.status_code > 599))::integer as failed_other,
+       count(*) filter (where a.error is not null and a.status_code is null)::integer as no_response,
+       percentile_cont(0.5) within group (order by a.duration_ms) as p50,
+       percentile_cont(0.99) within group (order by a.duration_ms) as p99,
+       (select max(s.started_at) from webhook_attempts s where s.endpoint_id = $1 and s.error is null) as last_success_at
+     from w left join webhook_attempts a on a.endpoint_id = $1 and a.started_at >= w.since
+     group by w.since`,
+    [endpointId, sinceMs],
+  );
+  return row!;
+}
+
+// Rate limits
+
+/**
+ * Takes the endpoint's next slot (slots `intervalMs` apart, on the database's clock, shared by every
+ * instance) if it is at most `maxWaitMs` away: `taken` and how long from now until it. Otherwise
+ * nothing is taken, and `waitMs` says roughly when the next free slot is.
+ */
+export async function reserveEndpointSlot(on: SqlRunner, endpointId: string, intervalMs: number, maxWaitMs: number): Promise<{ taken: boolean; waitMs: number }> {
+  await sqlRun(on, `insert into webhook_endpoint_throttle (endpoint_id, next_at) values ($1, '-infinity') on conflict (endpoint_id) do nothing`, [endpointId]);
+  const [row] = await sqlRows<{ taken: boolean; wait_ms: number }>(
+    on,
+    `with taken as (
+       update webhook_endpoint_throttle t set next_at = greatest(t.next_at, clock_timestamp()) + $2 * interval '1 millisecond'
+       where t.endpoint_id = $1 and t.next_at <= clock_timestamp() + $3 * interval '1 millisecond'
+       returning greatest(0, extract(epoch from (t.next_at - $2 * interval '1 millisecond' - clock_timestamp())) * 1000)::float8 as wait_ms
+     )
+     select true as taken, wait_ms from taken
+     union all
+     select false, greatest(0, extract(epoch from (next_at - clock_timestamp())) * 1000)::float8
+     from webhook_endpoint_throttle where endpoint_id = $1 and not exists (select 1 from taken)`,
+    [endpointId, intervalMs, maxWaitMs],
+  );
+  return { taken: row!.taken, waitMs: row!.wait_ms };
 }

@@ -10,6 +10,7 @@ import {
   toAttemptView,
   toEndpointView,
   toMessageView,
+  toRecoverTaskView,
   type EndpointRow,
   type MessageRow,
   type WebhookAttemptView,
@@ -17,24 +18,34 @@ import {
   type WebhookEndpointWithSecret,
   type WebhookEventType,
   type WebhookMessageView,
+  type WebhookEndpointStatsView,
+  type WebhookRecoverTaskView,
 } from './mapper.ts';
 import type { OutboundQueue } from './outbound-queue.ts';
 import {
   countEndpoints,
+  countFailedDeliveries,
+  endpointAttemptStats,
   deleteEndpoint,
   findDelivery,
   findOwnedEndpoint,
+  findRecoverTask,
+  hasRunningRecoverTask,
   insertEndpoint,
+  insertRecoverTask,
   insertTestDelivery,
   insertTestMessage,
   listAttempts,
   listDeliveries,
   listEndpoints,
+  lockEndpoint,
   lockUser,
   markDeliveryPending,
   rotateEndpointSecret,
   updateEndpoint,
 } from './queries.ts';
+import { RECOVER_LIMIT, RECOVER_MAX_AGE_MS } from './recovery.ts';
+import { checkHeaders, headersView, openHeaders, sealHeaders } from './endpoint-headers.ts';
 import { generateSecret } from './signing.ts';
 import { checkEndpointUrl } from './target-guard.ts';
 
@@ -46,16 +57,27 @@ export interface NewEndpoint {
   description?: string;
   event_types?: WebhookEventType[] | null;
   conversation_id?: string | null;
+  conversation_ids?: string[] | null;
+  tags?: string[] | null;
+  rate_limit?: number | null;
+  headers?: Record<string, string>;
 }
 
 export interface EndpointChanges {
   url?: string;
   description?: string;
   event_types?: WebhookEventType[] | null;
+  conversation_ids?: string[] | null;
+  tags?: string[] | null;
+  rate_limit?: number | null;
+  headers?: Record<string, string> | null;
   disabled?: boolean;
 }
 
 const MESSAGE_ID = /^msg_[0-9a-f]{32}$/;
+
+export type StatsWindow = WebhookEndpointStatsView['window'];
+const STATS_WINDOWS_MS: Record<StatsWindow, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 };
 
 /** The caller's webhook endpoints, their secrets, and their message log. */
 export class WebhookEndpointService {
@@ -73,6 +95,7 @@ export class WebhookEndpointService {
   /** Creates an endpoint; at most `maxEndpoints` per user (409), counted under the user's row lock. */
   async create(principal: Principal, input: NewEndpoint): Promise<WebhookEndpointWithSecret> {
     const url = checkEndpointUrl(input.url, this.config.allowHttp, ['body', 'url']);
+    const headers = sealHeaders(this.box, checkHeaders(input.headers ?? {}));
     const secret = generateSecret();
     const row = await this.knex.transaction(async (trx) => {
       await lockUser(trx, principal.userId);
@@ -86,26 +109,39 @@ export class WebhookEndpointService {
         description: input.description ?? '',
         eventTypes: input.event_types ?? null,
         conversationId: input.conversation_id ? canonicalUuid(input.conversation_id) : null,
+        conversationIds: conversationIdsOf(input.conversation_ids),
+        tags: tagsOf(input.tags),
+        rateLimit: input.rate_limit ?? null,
+        headers,
         secret: this.box.encrypt(secret, ENDPOINT_SECRET_PURPOSE),
       });
-      await audit(trx, principal, 'webhook_endpoint.created', created.id, { url: created.url, event_types: created.event_types, conversation_id: created.conversation_id });
+      await audit(trx, principal, 'webhook_endpoint.created', created.id, {
+        url: created.url,
+        event_types: created.event_types,
+        conversation_id: created.conversation_id,
+        conversation_ids: created.conversation_ids,
+        tags: input.tags ?? null,
+        rate_limit: created.rate_limit,
+        header_names: Object.keys(input.headers ?? {}),
+      });
       return created;
     });
-    return { ...toEndpointView(row), secret };
+    return { ...this.view(row), secret };
   }
 
   async list(principal: Principal): Promise<WebhookEndpointView[]> {
-    return (await listEndpoints(this.em, principal.userId)).map(toEndpointView);
+    return (await listEndpoints(this.em, principal.userId)).map((row) => this.view(row));
   }
 
   async get(principal: Principal, id: string): Promise<WebhookEndpointView> {
-    return toEndpointView(await this.owned(principal, id));
+    return this.view(await this.owned(principal, id));
   }
 
   /** Changes what the owner may change; enabling again forgets the endpoint's failures. */
   async update(principal: Principal, id: string, changes: EndpointChanges): Promise<WebhookEndpointView> {
     const endpoint = await this.owned(principal, id);
     const url = changes.url === undefined ? endpoint.url : checkEndpointUrl(changes.url, this.config.allowHttp, ['body', 'url']);
+    const headers = changes.headers === undefined ? endpoint.headers : sealHeaders(this.box, checkHeaders(changes.headers ?? {}));
     const disabled = changes.disabled ?? endpoint.disabled;
     const enabling = endpoint.disabled && !disabled;
     const row = await this.knex.transaction(async (trx) => {
@@ -115,15 +151,21 @@ export class WebhookEndpointService {
         url,
         description: changes.description ?? endpoint.description,
         eventTypes: changes.event_types === undefined ? endpoint.event_types : changes.event_types,
+        conversationIds: changes.conversation_ids === undefined ? endpoint.conversation_ids : conversationIdsOf(changes.conversation_ids),
+        tags: changes.tags === undefined ? endpoint.tags : tagsOf(changes.tags),
+        rateLimit: changes.rate_limit === undefined ? endpoint.rate_limit : changes.rate_limit,
+        headers,
         disabled,
         clearReason: !disabled || changes.disabled === true,
         clearFailures: enabling,
       });
       if (!updated) throw new NotFoundError('Webhook endpoint not found');
-      await audit(trx, principal, 'webhook_endpoint.updated', updated.id, changes as Record<string, unknown>);
+      const { headers: newHeaders, ...rest } = changes;
+      const summary = newHeaders === undefined ? rest : { ...rest, header_names: Object.keys(newHeaders ?? {}) };
+      await audit(trx, principal, 'webhook_endpoint.updated', updated.id, summary as Record<string, unknown>);
       return updated;
     });
-    return toEndpointView(row);
+    return this.view(row);
   }
 
   async delete(principal: Principal, id: string): Promise<void> {
@@ -149,7 +191,7 @@ export class WebhookEndpointService {
       await audit(trx, principal, 'webhook_endpoint.secret_rotated', rotated.id);
       return rotated;
     });
-    return { ...toEndpointView(row), secret };
+    return { ...this.view(row), secret };
   }
 
   /** Queues a `webhook.test` message to this endpoint only (no fan-out), delivered as any other. */
@@ -204,6 +246,59 @@ export class WebhookEndpointService {
     return toMessageView(row);
   }
 
+  /**
+   * Starts a recovery of the endpoint's failed messages stored in `[since, until)` (until: now), run by
+   * a delivery worker (recovery.ts). 409 when the endpoint is disabled or a recovery of it runs.
+   */
+  async recover(principal: Principal, id: string, window: { since: string; until?: string | null }): Promise<WebhookRecoverTaskView> {
+    const endpoint = await this.owned(principal, id);
+    const since = new Date(window.since);
+    const until = window.until ? new Date(window.until) : new Date();
+    if (since.getTime() < Date.now() - RECOVER_MAX_AGE_MS) {
+      throw new InvalidInputError('Cannot recover messages more than 14 days old', ['body', 'since'], 'value_error', window.since);
+    }
+    if (until <= since) throw new InvalidInputError('until must be later than since', ['body', 'until'], 'value_error', window.until);
+    if (endpoint.disabled) throw new ConflictError('The endpoint is disabled; enable it before recovering its messages');
+    const row = await this.knex.transaction(async (trx) => {
+      await lockEndpoint(trx, endpoint.id);
+      if (await hasRunningRecoverTask(trx, endpoint.id)) throw new ConflictError('A recovery of this endpoint is running');
+      const total = await countFailedDeliveries(trx, endpoint.id, since.toISOString(), until.toISOString(), RECOVER_LIMIT);
+      const task = await insertRecoverTask(trx, { id: randomUUID(), endpointId: endpoint.id, since: since.toISOString(), until: until.toISOString(), total });
+      await audit(trx, principal, 'webhook_endpoint.recovery_started', endpoint.id, { task_id: task.id, since: task.since, until: task.until, total });
+      return task;
+    });
+    return toRecoverTaskView(row);
+  }
+
+  async getRecoverTask(principal: Principal, id: string, taskId: string): Promise<WebhookRecoverTaskView> {
+    const endpoint = await this.owned(principal, id);
+    const task = await findRecoverTask(this.em, canonicalUuid(taskId), endpoint.id);
+    if (!task) throw new NotFoundError('Recovery task not found');
+    return toRecoverTaskView(task);
+  }
+
+  /** The endpoint's attempts over the window (from the attempt log) and its state. */
+  async stats(principal: Principal, id: string, window: StatsWindow): Promise<WebhookEndpointStatsView> {
+    const endpoint = await this.owned(principal, id);
+    const row = await endpointAttemptStats(this.em, endpoint.id, STATS_WINDOWS_MS[window]);
+    const iso = (value: Date | null) => (value === null ? null : new Date(value).toISOString());
+    return {
+      window,
+      since: iso(row.since)!,
+      attempts: row.attempts,
+      succeeded: row.succeeded,
+      failed: { '3xx': row.failed_3xx, '4xx': row.failed_4xx, '5xx': row.failed_5xx, other: row.failed_other, no_response: row.no_response },
+      latency_ms: { p50: row.p50, p99: row.p99 },
+      last_success_at: iso(row.last_success_at),
+      state: endpoint.disabled ? 'disabled' : endpoint.failing_since ? 'failing' : 'healthy',
+      failing_since: endpoint.disabled || endpoint.failing_since ? iso(endpoint.failing_since) : null,
+    };
+  }
+
+  private view(row: EndpointRow): WebhookEndpointView {
+    return toEndpointView(row, headersView(openHeaders(this.box, row.headers)));
+  }
+
   private async owned(principal: Principal, id: string): Promise<EndpointRow> {
     const endpoint = await findOwnedEndpoint(this.em, canonicalUuid(id), principal.userId);
     // Another user's endpoint is as absent as a missing one: its existence is not the caller's business.
@@ -217,6 +312,23 @@ export class WebhookEndpointService {
     if (!message) throw new NotFoundError('Message not found');
     return message;
   }
+}
+
+function conversationIdsOf(ids: string[] | null | undefined): string[] | null {
+  return ids ? [...new Set(ids.map(canonicalUuid))] : null;
+}
+
+/** `key:value` tags as the object a conversation's `tags` must contain; 422 for a key given twice (no conversation could match). */
+function tagsOf(tags: string[] | null | undefined): Record<string, string> | null {
+  if (!tags) return null;
+  const object: Record<string, string> = {};
+  for (const [i, tag] of tags.entries()) {
+    const colon = tag.indexOf(':');
+    const key = tag.slice(0, colon);
+    if (Object.hasOwn(object, key)) throw new InvalidInputError(`The tag key ${key} is given twice`, ['body', 'tags', i], 'value_error', tag);
+    object[key] = tag.slice(colon + 1);
+  }
+  return object;
 }
 
 /** Appends the audit row of an endpoint change in its transaction (never the secret). */

@@ -1,12 +1,6 @@
-import http from 'node:http';
+import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import supertest from 'supertest';
-import { Webhook } from 'standardwebhooks';
-import { createApp } from '../../src/app.ts';
-import type { Config, OutboundWebhookConfig } from '../../src/config.ts';
-import { createLogger } from '../../src/logger.ts';
 import { migrate } from '../../src/db/database.ts';
 import type { DeliveryWorker } from '../../src/outbound/delivery-worker.ts';
 import { isForbiddenAddress } from '../../src/outbound/target-guard.ts';
@@ -16,71 +10,9 @@ import { rememberSecret } from '../helpers/secret-scan.ts';
 import { killAllProcesses, startServerProcess, waitFor } from '../helpers/server-process.ts';
 import { minimalEvent } from '../fixtures/events.ts';
 import { postEvents, webhookPath } from '../helpers/webhook.ts';
-
-/** A loopback receiver: records every request; answers with the next status of `answers` (then 200). */
-class Receiver {
-  readonly requests: { url: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
-  answers: number[] = [];
-  /** The body of every answer. */
-  answerBody = 'ok';
-  /** Requests are held (never answered) while true. */
-  hang = false;
-  private server = http.createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      this.requests.push({ url: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
-      if (this.hang) return;
-      response.statusCode = this.answers.shift() ?? 200;
-      response.end(this.answerBody);
-    });
-  });
-  port = 0;
-
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
-    return this;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}/hook`;
-  }
-
-  /** The bodies whose `type` is `type`, parsed. */
-  ofType(type: string): { type: string; timestamp: string; data: Record<string, unknown> }[] {
-    return this.requests.map((r) => JSON.parse(r.body)).filter((b) => b.type === type);
-  }
-
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-}
-
-const FAST: Partial<OutboundWebhookConfig> = {
-  allowHttp: true,
-  allowPrivate: true,
-  retryScheduleMs: [0, 300, 300, 300],
-  timeoutMs: 2_000,
-  pollMs: 500,
-  dispatchMs: 50,
-  concurrency: 4,
-};
-
-interface OutboundApp {
-  request: ReturnType<typeof supertest>;
-  worker: DeliveryWorker;
-}
+import { outboundApp, Receiver, verifyDelivery, type OutboundApp } from '../helpers/outbound.ts';
 
 const started: DeliveryWorker[] = [];
-
-async function outboundApp(outbound: Partial<OutboundWebhookConfig> = {}): Promise<OutboundApp> {
-  const base = testConfig();
-  const config: Config = { ...base, outboundWebhooks: { ...base.outboundWebhooks, ...FAST, ...outbound } };
-  const { app, deliveryWorker } = await createApp({ config, logger: createLogger('silent'), orm: testDatabase().orm, database: testDatabase() });
-  return { request: supertest(app.callback()), worker: deliveryWorker };
-}
 
 async function startWorker(app: OutboundApp): Promise<void> {
   await app.worker.start();
@@ -141,14 +73,7 @@ describe('outbound webhooks', function () {
       .items as { attempt: number; status_code: number | null; error: string | null }[];
   }
 
-  /** Verifies a request with the reference implementation; throws when no signature matches. */
-  function verify(secret: string, request: { headers: http.IncomingHttpHeaders; body: string }) {
-    return new Webhook(secret).verify(request.body, {
-      'webhook-id': request.headers['webhook-id'] as string,
-      'webhook-timestamp': request.headers['webhook-timestamp'] as string,
-      'webhook-signature': request.headers['webhook-signature'] as string,
-    });
-  }
+  const verify = (secret: string, request: { headers: http.IncomingHttpHeaders; body: string }) => verifyDelivery(secret, request);
 
   describe('POST /api/v1/webhook-endpoints', () => {
     it('returns 201 with a whsec_ secret of 24 random bytes, stored encrypted and never listed', async () => {

@@ -54,6 +54,8 @@ export const TABLES = [
   'spend_totals',
   'spend_usages',
   'audit_log',
+  'webhook_recover_tasks',
+  'webhook_endpoint_throttle',
   'webhook_attempts',
   'webhook_deliveries',
   'webhook_messages',

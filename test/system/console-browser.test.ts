@@ -743,6 +743,40 @@ describe('console in a browser (headless Chromium)', function () {
     expect(pageErrors).to.deep.equal([]);
   });
 
+  it('shows a webhook endpoint\'s health, its message log, a test send and a recovery\'s progress', async () => {
+    const headers = { 'Content-Type': 'application/json', 'X-Access-Token': user.accessToken };
+    const created = await (await fetch(`${baseUrl}/api/v1/webhook-endpoints`, { method: 'POST', headers, body: JSON.stringify({ url: 'https://hooks.example.com/ops', description: 'on-call' }) })).json();
+    rememberSecret(created.secret);
+    const sent: { id: string }[] = [];
+    for (let i = 0; i < 2; i++) sent.push(await (await fetch(`${baseUrl}/api/v1/webhook-endpoints/${created.id}/test`, { method: 'POST', headers })).json());
+    // No worker runs here: the attempts are written as a receiver's outage and recovery would leave them.
+    const sql = testDatabase().orm.em.getConnection();
+    await sql.execute(
+      `insert into webhook_attempts (message_id, endpoint_id, attempt, started_at, duration_ms, status_code, error)
+       values (?, ?, 1, now() - interval '2 minutes', 40, 503, 'The receiver answered 503'), (?, ?, 1, now() - interval '1 minute', 25, 200, null)`,
+      [sent[0]!.id, created.id, sent[1]!.id, created.id],
+    );
+    await sql.execute(`update webhook_deliveries set state = 'failed', attempts = 1, last_status_code = 503, last_error = 'The receiver answered 503' where message_id = ?`, [sent[0]!.id]);
+    await sql.execute(`update webhook_deliveries set state = 'succeeded', attempts = 1, last_status_code = 200 where message_id = ?`, [sent[1]!.id]);
+
+    await signIn(user.accessToken, '#/account');
+    await page.locator('#endpoints a', { hasText: 'https://hooks.example.com/ops' }).click();
+    await page.locator('#endpoint-stats').waitFor();
+    const facts = await page.locator('#endpoint-stats').innerText();
+    expect(facts).to.match(/attempts\s+2\n/i).and.match(/succeeded\s+1\n/i).and.match(/failed 5xx\s+1\n/i).and.match(/p50\s+33 ms/i);
+    expect(await page.locator('#endpoint-messages tbody tr').count()).to.equal(2);
+    expect(await page.locator('#endpoint-messages').innerText()).to.include('The receiver answered 503');
+    await page.click('#send-test');
+    await page.locator('.notice', { hasText: 'Test message queued' }).waitFor();
+    await page.locator('#endpoint-messages tbody tr').nth(2).waitFor();
+    await page.click('#recover button[type=submit]');
+    await page.locator('#recover-progress', { hasText: 'Recovery running: 0 of 1 sent' }).waitFor();
+    await expectAccessible();
+    await expectFitsPhone();
+    await photograph('webhook-endpoint');
+    expect(pageErrors).to.deep.equal([]);
+  });
+
   it('searches conversations by title and status; the filters stay in the URL', async () => {
     const billing = randomUUID();
     const docs = randomUUID();

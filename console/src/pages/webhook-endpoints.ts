@@ -3,7 +3,7 @@ import { badge, copyButton, h, notice, replace, time } from '../dom.ts';
 
 type Endpoint = Schemas['WebhookEndpoint'];
 
-/** My outbound webhook endpoints: list, add (the signing secret shown once), send a test, delete. */
+/** My outbound webhook endpoints: list (each links to its page: health, messages, recovery), add (the signing secret shown once), send a test, delete. */
 export async function showWebhookEndpoints(section: HTMLElement, created?: Schemas['WebhookEndpointWithSecret']): Promise<void> {
   const title = h('h2', { id: 'endpoints-title' }, 'Webhook endpoints');
   const { data, error, response } = await api.GET('/api/v1/webhook-endpoints');
@@ -35,7 +35,7 @@ export async function showWebhookEndpoints(section: HTMLElement, created?: Schem
     return h(
       'tr',
       null,
-      h('td', null, h('code', null, endpoint.url), endpoint.description ? [h('br'), h('span', { class: 'hint' }, endpoint.description)] : null),
+      h('td', null, h('a', { href: `#/webhook-endpoints/${encodeURIComponent(endpoint.id)}` }, h('code', null, endpoint.url)), endpoint.description ? [h('br'), h('span', { class: 'hint' }, endpoint.description)] : null),
       h('td', null, badge(endpoint.disabled ? 'disabled' : 'enabled'), endpoint.disabled_reason ? h('span', { class: 'hint' }, ` ${endpoint.disabled_reason}`) : null),
       h('td', null, time(endpoint.created_at)),
       h(

@@ -1,9 +1,13 @@
 import type { operations } from '../../../generated/openapi.ts';
+import { webhookEventCatalog } from '../../outbound/event-catalog.ts';
 import type { EndpointChanges, NewEndpoint, WebhookEndpointService } from '../../outbound/webhook-endpoint-service.ts';
 import { principalOf, respond, type OperationHandlers } from '../context.ts';
 
 type EndpointPath = operations['getWebhookEndpoint']['parameters']['path'];
 type MessagePath = operations['retryWebhookMessage']['parameters']['path'];
+type RecoverTaskPath = operations['getWebhookRecoverTask']['parameters']['path'];
+type RecoverBody = operations['recoverWebhookEndpoint']['requestBody']['content']['application/json'];
+type StatsQuery = NonNullable<operations['getWebhookEndpointStats']['parameters']['query']>;
 type MessagesQuery = NonNullable<operations['listWebhookMessages']['parameters']['query']>;
 
 /** Handlers of the `outbound-webhooks` tag: the caller's own endpoints only (another's → 404). */
@@ -14,6 +18,9 @@ export function outboundWebhookHandlers(service: WebhookEndpointService): Operat
     },
     async listWebhookEndpoints(operation, ctx) {
       respond(ctx, 200, { items: await service.list(principalOf(operation)) });
+    },
+    listWebhookEventTypes(operation, ctx) {
+      respond(ctx, 200, { items: webhookEventCatalog(operation.api.definition) });
     },
     async getWebhookEndpoint(operation, ctx) {
       const { endpoint_id } = operation.request.params as EndpointPath;
@@ -44,6 +51,19 @@ export function outboundWebhookHandlers(service: WebhookEndpointService): Operat
     async listWebhookMessageAttempts(operation, ctx) {
       const { endpoint_id, message_id } = operation.request.params as MessagePath;
       respond(ctx, 200, { items: await service.listAttempts(principalOf(operation), endpoint_id, message_id) });
+    },
+    async getWebhookEndpointStats(operation, ctx) {
+      const { endpoint_id } = operation.request.params as EndpointPath;
+      const { window } = (operation.request.query ?? {}) as StatsQuery;
+      respond(ctx, 200, await service.stats(principalOf(operation), endpoint_id, window ?? '24h'));
+    },
+    async recoverWebhookEndpoint(operation, ctx) {
+      const { endpoint_id } = operation.request.params as EndpointPath;
+      respond(ctx, 202, await service.recover(principalOf(operation), endpoint_id, operation.request.requestBody as RecoverBody));
+    },
+    async getWebhookRecoverTask(operation, ctx) {
+      const { endpoint_id, task_id } = operation.request.params as RecoverTaskPath;
+      respond(ctx, 200, await service.getRecoverTask(principalOf(operation), endpoint_id, task_id));
     },
     async retryWebhookMessage(operation, ctx) {
       const { endpoint_id, message_id } = operation.request.params as MessagePath;

@@ -12,7 +12,8 @@ declare
 begin
   select array_agg(t.type) into wants
   from webhook_endpoints e, unnest(coalesce(e.event_types, '{*}'::text[])) as t(type)
-  where e.owner_id = new.owner_id and not e.disabled and (e.conversation_id is null or e.conversation_id = new.id);
+  where e.owner_id = new.owner_id and not e.disabled and (e.conversation_id is null or e.conversation_id = new.id)
+    and (e.conversation_ids is null or new.id = any (e.conversation_ids));
   if wants is null then
     return null;
   end if;

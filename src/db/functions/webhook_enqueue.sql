@@ -9,6 +9,7 @@ begin
     where e.owner_id = p_owner and not e.disabled
       and (e.event_types is null or p_type = any (e.event_types))
       and (e.conversation_id is null or e.conversation_id = p_conversation)
+      and (e.conversation_ids is null or p_conversation = any (e.conversation_ids))
   ) then
     return 0;
   end if;

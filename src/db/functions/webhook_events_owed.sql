@@ -9,6 +9,7 @@ begin
     where e.owner_id = new.owner_id and not e.disabled
       and (e.event_types is null or 'conversation.events' = any (e.event_types))
       and (e.conversation_id is null or e.conversation_id = new.id)
+      and (e.conversation_ids is null or new.id = any (e.conversation_ids))
   ) then
     new.webhook_events_from := old.event_count + 1;
   end if;

@@ -1,0 +1,143 @@
+import { api, describeError, type Schemas } from '../api.ts';
+import { badge, h, notice, replace, time } from '../dom.ts';
+import type { Page } from '../main.ts';
+
+type Window = Schemas['WebhookEndpointStats']['window'];
+type Task = Schemas['WebhookRecoverTask'];
+
+/** One webhook endpoint: how it is doing (stats), its message log, a test send and a recovery. */
+export const webhookEndpointPage: Page = (main, route) => {
+  const id = route.id!;
+  const path = { params: { path: { endpoint_id: id } } };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let gone = false;
+  const head = h('div', { class: 'page-head' }, h('h1', null, 'Webhook endpoint'));
+  const stats = h('section', { class: 'card stack', 'aria-labelledby': 'stats-title' });
+  const actions = h('section', { class: 'card stack', 'aria-labelledby': 'actions-title' });
+  const log = h('section', { class: 'card stack', 'aria-labelledby': 'log-title' });
+  replace(main, h('p', { class: 'crumbs' }, h('a', { href: '#/account' }, 'Account')), head, h('div', { class: 'grid' }, stats, actions), log);
+
+  const showStats = async (window: Window) => {
+    const { data, error, response } = await api.GET('/api/v1/webhook-endpoints/{endpoint_id}/stats', { params: { path: { endpoint_id: id }, query: { window } } });
+    const title = h('h2', { id: 'stats-title' }, 'Health');
+    if (!data) return replace(stats, title, notice(describeError(error, response.status), 'error'));
+    const picker = h(
+      'div',
+      { class: 'inline-form', role: 'group', 'aria-label': 'Window' },
+      (['1h', '24h', '7d'] as Window[]).map((w) => h('button', { type: 'button', class: 'btn small', 'aria-pressed': String(w === window), onclick: () => void showStats(w) }, `Last ${w}`)),
+    );
+    const fact = (label: string, value: string | HTMLElement) => h('div', null, h('dt', null, label), h('dd', null, value));
+    const ms = (value: number | null) => (value === null ? '–' : `${Math.round(value)} ms`);
+    replace(
+      stats,
+      h('div', { class: 'section-head' }, title, badge(data.state)),
+      picker,
+      h(
+        'dl',
+        { class: 'facts complete', id: 'endpoint-stats' },
+        fact('Attempts', String(data.attempts)),
+        fact('Succeeded', String(data.succeeded)),
+        fact('Failed 4xx', String(data.failed['4xx'])),
+        fact('Failed 5xx', String(data.failed['5xx'])),
+        fact('No response', String(data.failed.no_response)),
+        fact('Other', String(data.failed['3xx'] + data.failed.other)),
+        fact('p50', ms(data.latency_ms.p50)),
+        fact('p99', ms(data.latency_ms.p99)),
+        fact('Last success', data.last_success_at ? time(data.last_success_at, 'time') : 'never'),
+        data.failing_since ? fact('Failing since', time(data.failing_since, 'time')) : null,
+      ),
+    );
+  };
+
+  const showLog = async () => {
+    const { data, error, response } = await api.GET('/api/v1/webhook-endpoints/{endpoint_id}/messages', { params: { path: { endpoint_id: id }, query: { limit: 50 } } });
+    const title = h('h2', { id: 'log-title' }, 'Messages');
+    if (!data) return replace(log, title, notice(describeError(error, response.status), 'error'));
+    replace(
+      log,
+      title,
+      data.items.length
+        ? h(
+            'div',
+            { class: 'table-wrap' },
+            h(
+              'table',
+              { class: 'list compact stacked', id: 'endpoint-messages' },
+              h('caption', { class: 'visually-hidden' }, 'The endpoint\'s 50 newest messages'),
+              h('thead', null, h('tr', null, ['Message', 'Type', 'State', 'Attempts', 'Last answer', 'Stored'].map((label) => h('th', { scope: 'col' }, label)))),
+              h(
+                'tbody',
+                null,
+                data.items.map((m) =>
+                  h(
+                    'tr',
+                    null,
+                    h('td', null, h('code', null, m.id)),
+                    h('td', null, m.type),
+                    h('td', null, badge(m.state)),
+                    h('td', null, String(m.attempts)),
+                    h('td', null, m.last_error ?? (m.last_status_code === null ? '–' : String(m.last_status_code))),
+                    h('td', null, time(m.created_at, 'time')),
+                  ),
+                ),
+              ),
+            ),
+          )
+        : h('p', { class: 'empty' }, 'No messages yet.'),
+    );
+  };
+
+  const refresh = () => Promise.all([showStats('24h'), showLog()]);
+
+  const message = h('div', { 'aria-live': 'polite' });
+  const progress = h('div', { 'aria-live': 'polite', id: 'recover-progress' });
+  const since = h('input', { id: 'recover-since', type: 'datetime-local', required: true, value: localInput(new Date(Date.now() - 86_400_000)) });
+  const recover = h(
+    'form',
+    { class: 'form-grid', id: 'recover' },
+    h('div', null, h('label', { for: 'recover-since' }, 'Re-send failed messages since'), since),
+    h('button', { type: 'submit', class: 'btn' }, 'Recover'),
+  );
+  const follow = async (task: Task) => {
+    replace(progress, notice(`Recovery ${task.state}: ${task.sent} of ${task.total} sent, ${task.succeeded} accepted${task.last_error ? ` — stopped at ${task.last_error}` : ''}.`, task.state === 'failed' ? 'error' : 'info'));
+    if (task.state !== 'running' || gone) return void refresh();
+    timer = setTimeout(async () => {
+      const { data } = await api.GET('/api/v1/webhook-endpoints/{endpoint_id}/recover/{task_id}', { params: { path: { endpoint_id: id, task_id: task.id } } });
+      if (data && !gone) void follow(data);
+    }, 1_000);
+  };
+  recover.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const { data, error, response } = await api.POST('/api/v1/webhook-endpoints/{endpoint_id}/recover', { ...path, body: { since: new Date(since.value).toISOString() } });
+    if (!data) return replace(progress, notice(describeError(error, response.status), 'error'));
+    void follow(data);
+  });
+  const test = h('button', {
+    type: 'button',
+    class: 'btn',
+    id: 'send-test',
+    onclick: async () => {
+      const { response, error } = await api.POST('/api/v1/webhook-endpoints/{endpoint_id}/test', path);
+      replace(message, response.ok ? notice('Test message queued.') : notice(describeError(error, response.status), 'error'));
+      void refresh();
+    },
+  }, 'Send test');
+  replace(actions, h('h2', { id: 'actions-title' }, 'Actions'), h('div', { class: 'inline-form' }, test), message, recover, progress);
+
+  void api.GET('/api/v1/webhook-endpoints/{endpoint_id}', path).then(({ data, error, response }) => {
+    if (!data) return replace(main, h('h1', null, 'Webhook endpoint'), notice(describeError(error, response.status), 'error'));
+    replace(head, h('h1', { class: 'meta' }, data.url), data.description ? h('p', { class: 'hint' }, data.description) : null);
+    if (data.disabled) replace(message, notice(`Disabled${data.disabled_reason ? `: ${data.disabled_reason}` : ''}. Enable it before recovering its messages.`, 'error'));
+  });
+  void refresh();
+  return () => {
+    gone = true;
+    clearTimeout(timer);
+  };
+};
+
+/** A `datetime-local` value for `date` in the browser's time zone. */
+function localInput(date: Date): string {
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
+}
