@@ -161,6 +161,8 @@ export class FastRouter extends OpenAPIRouter {
  */
 export class FastValidator extends OpenAPIValidator {
   override validateRequest(req: Request, operation?: Operation | string): ValidationResult<Request> {
+    const page = typeof operation === 'string' ? this.router.getOperation(operation) : operation;
+    if (page && isBrowserPage(page)) req = withDeclaredQueryOnly(this.router, req, page);
     if (typeof operation !== 'object' || !operation.operationId || !isPlain(req)) return this.validateStrictly(req, operation);
     const coerced: Record<string, unknown> = { ...req };
     const errors: ErrorObject[] = [];
@@ -196,6 +198,25 @@ export class FastValidator extends OpenAPIValidator {
     if (errors.length === 0) return result;
     return { ...result, valid: false, errors: [...(result.errors ?? []), ...errors] };
   }
+}
+
+/** A page for people (`x-browser-page: true`): links to it carry whatever query a newsletter or a cache-buster adds. */
+export function isBrowserPage(operation: Operation): boolean {
+  return (operation as { 'x-browser-page'?: unknown })['x-browser-page'] === true;
+}
+
+/**
+ * The request with only the query parameters its operation declares: a page ignores the others
+ * (`/?utm_source=…`, `/console/console.js?v=2`) where an API operation refuses them (422), and its
+ * handler, which reads the validated request, never sees them.
+ */
+function withDeclaredQueryOnly(router: OpenAPIRouter, req: Request, operation: Operation): Request {
+  if (req.query === undefined || req.query === '' || (typeof req.query === 'object' && Object.keys(req.query).length === 0)) return req;
+  const declared = new Set(
+    ((operation.parameters ?? []) as { in?: string; name?: string }[]).filter((p) => p.in === 'query').map((p) => p.name),
+  );
+  const query = Object.fromEntries(Object.entries(router.parseRequestQuery(req)).filter(([name]) => declared.has(name)));
+  return { ...req, query: query as Request['query'] };
 }
 
 /** A parameter's text as a JSON integer / number literal: no sign on zero, no leading zeros, no hex. */
