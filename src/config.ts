@@ -122,6 +122,10 @@ export interface Config {
   readonly httpRequestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this time. */
   readonly httpKeepAliveTimeoutMs: number;
+  /** After answering before a request's body was read, how long its rest is read and discarded before closing (lingering close). */
+  readonly httpLingerMs: number;
+  /** … and at most how many of its bytes. */
+  readonly httpLingerBytes: number;
 
   // Outbound webhooks (src/outbound/, docs/outbound-webhooks.md)
   readonly outboundWebhooks: OutboundWebhookConfig;
@@ -327,6 +331,8 @@ export function loadConfig(env: Env = process.env): Config {
     httpHeadersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
     httpRequestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 120_000, 100, 3_600_000),
     httpKeepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
+    httpLingerMs: integer(env, 'HTTP_LINGER_MS', 5_000, 0, 600_000),
+    httpLingerBytes: integer(env, 'HTTP_LINGER_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
 
     outboundWebhooks: loadOutboundWebhookConfig(env),
   });
