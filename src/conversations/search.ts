@@ -13,6 +13,7 @@ export interface EventFilterInput {
   afterSeq?: number;
   beforeSeq?: number;
   kinds?: EventKind[];
+  ids?: string[];
   sources?: EventSource[];
   since?: string;
   until?: string;
@@ -26,6 +27,8 @@ export interface EventFilter {
   sources: string[];
   since: string | null;
   until: string | null;
+  /** Events' own ids; absent when not asked (so the cursors of queries without it stay as they were). */
+  ids?: string[];
 }
 
 export type EventOrder = 'asc' | 'desc';
@@ -82,7 +85,16 @@ export function eventFilterOf(input: EventFilterInput): EventFilter {
   const since = instant(input.since, 'since');
   const until = instant(input.until, 'until');
   range(since, until, 'until', 'since', input.until);
-  return { afterSeq, beforeSeq, kinds: uniqueSorted(input.kinds), sources: uniqueSorted(input.sources), since, until };
+  const ids = uniqueSorted(input.ids);
+  return {
+    afterSeq,
+    beforeSeq,
+    kinds: uniqueSorted(input.kinds),
+    sources: uniqueSorted(input.sources),
+    since,
+    until,
+    ...(ids.length > 0 ? { ids } : {}),
+  };
 }
 
 /** Checks and normalizes the conversation filters. */
