@@ -240,6 +240,12 @@ function responseValidationOf(value: string | undefined): 'off' | 'log' {
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
+ * The embedded PostgreSQL's port when `EMBEDDED_PG_PORT` is unset: below Linux's ephemeral range
+ * (32768–60999), where an outgoing connection of any process may hold a port when we start.
+ */
+export const DEFAULT_EMBEDDED_PG_PORT = 25432;
+
+/**
  * Reads and validates the configuration. This is the only place that reads `process.env`;
  * everything else receives the frozen result.
  */
@@ -280,7 +286,7 @@ export function loadConfig(env: Env = process.env): Config {
   const common = { poolSize, timeouts, poolMode, applicationName } as const;
   const database: DatabaseConfig = databaseUrl
     ? { kind: 'url', url: databaseUrl, listenUrl: listenUrl ?? databaseUrl, ...common }
-    : { kind: 'embedded', dataDir, port: integer(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535), ...common };
+    : { kind: 'embedded', dataDir, port: integer(env, 'EMBEDDED_PG_PORT', DEFAULT_EMBEDDED_PG_PORT, 1024, 65535), ...common };
 
   return Object.freeze({
     port: integer(env, 'PORT', 3000, 0, 65535),

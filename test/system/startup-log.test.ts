@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { expect } from 'chai';
+import { DEFAULT_EMBEDDED_PG_PORT, loadConfig } from '../../src/config.ts';
 import { firstSuperAdminCommand, listeningUrl } from '../../src/startup-log.ts';
 import { PACKAGE_ROOT } from '../../src/package-root.ts';
 import { rememberSecret } from '../helpers/secret-scan.ts';
@@ -93,6 +94,26 @@ describe('start-up log: where to go and how to begin', function () {
     });
   });
 
+  describe('the embedded PostgreSQL of npm start', () => {
+    it("listens by default below the kernel's ephemeral range, where no outgoing connection can hold its port", () => {
+      const config = loadConfig({ DATA_DIR: '.data' });
+      expect(config.database.kind).to.equal('embedded');
+      const port = config.database.kind === 'embedded' ? config.database.port : NaN;
+      expect(port).to.equal(DEFAULT_EMBEDDED_PG_PORT);
+      // Linux's default range, and this machine's own when it says.
+      const ranges: [number, number][] = [[32768, 60999]];
+      try {
+        const [low, high] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+        ranges.push([low!, high!]);
+      } catch {
+        // not Linux: the default range is checked
+      }
+      for (const [low, high] of ranges) expect(port < low || port > high, `${port} in ${low}-${high}`).to.equal(true);
+      // Not a port a well-known service registers either (1024 and up: unprivileged; not PostgreSQL's own 5432).
+      expect(port).to.be.above(1024).and.not.equal(5432);
+    });
+  });
+
   describe('firstSuperAdminCommand', () => {
     const base = {
       poolSize: 1,
@@ -103,7 +124,13 @@ describe('start-up log: where to go and how to begin', function () {
     const plain = 'npm run admin -- create-user --email admin@example.com --super-admin';
 
     it('is the plain command on the default embedded database', () => {
-      expect(firstSuperAdminCommand({ database: { kind: 'embedded', dataDir: `${PACKAGE_ROOT}/.data`, port: 54329, ...base } })).to.equal(plain);
+      expect(firstSuperAdminCommand({ database: { kind: 'embedded', dataDir: `${PACKAGE_ROOT}/.data`, port: DEFAULT_EMBEDDED_PG_PORT, ...base } })).to.equal(plain);
+    });
+
+    it("names the port that was the default before (54329) and the new default's neighbours", () => {
+      for (const port of [54329, DEFAULT_EMBEDDED_PG_PORT + 1]) {
+        expect(firstSuperAdminCommand({ database: { kind: 'embedded', dataDir: `${PACKAGE_ROOT}/.data`, port, ...base } })).to.equal(`EMBEDDED_PG_PORT=${port} ${plain}`);
+      }
     });
 
     it('names a data directory and port that differ from the defaults, quoted for the shell when needed', () => {
