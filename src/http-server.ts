@@ -1,4 +1,5 @@
 import http, { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { Config } from './config.ts';
@@ -105,7 +106,33 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
 /** Creates the server and listens on the configured host and port. */
 export async function listen(app: Koa<any>, config: Config): Promise<Server> {
   const server = createHttpServer(app, config);
-  server.listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  await listening(server, config);
   return server;
+}
+
+/**
+ * Fails at once, with one line saying so, when `PORT` is taken: checked before the database starts,
+ * so that nothing else has run (and logged) by then. Another process may still take the port before
+ * `listen`, which then fails with the same line.
+ */
+export async function assertPortFree(config: Pick<Config, 'host' | 'port'>): Promise<void> {
+  if (config.port === 0) return;
+  const probe = net.createServer();
+  await listening(probe, config);
+  await new Promise((resolve) => probe.close(resolve));
+}
+
+async function listening(server: net.Server, config: Pick<Config, 'host' | 'port'>): Promise<void> {
+  server.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) =>
+    server.once('listening', resolve).once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') {
+        reject(new Error(`port ${config.port} on ${config.host} is already in use (PORT=${config.port}): stop what listens there or set PORT to another port`));
+      } else if (error.code === 'EACCES') {
+        reject(new Error(`port ${config.port} on ${config.host} may not be opened by this user (PORT=${config.port}): choose a port above 1023`));
+      } else {
+        reject(error);
+      }
+    }),
+  );
 }

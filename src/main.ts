@@ -3,7 +3,7 @@ import { loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { createApp, type App } from './app.ts';
-import { listen } from './http-server.ts';
+import { assertPortFree, listen } from './http-server.ts';
 import { RetentionService } from './retention/retention-service.ts';
 import { RefusedDeliveryRetention } from './retention/refused-deliveries.ts';
 import { buildConsole, consoleIsBuilt } from './console/bundle.ts';
@@ -33,6 +33,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
+  await assertPortFree(config);
   const database: Database = await openDatabase(config.database, logger);
   if (stopRequested) {
     await database.close();
@@ -47,8 +48,9 @@ async function main(): Promise<void> {
     built = await createApp({ config, logger, orm: database.orm, database });
     // A fresh clone has no built console: build it now so that the first page is not slow.
     if (!consoleIsBuilt()) logger.info({ ms: Math.round(await buildConsole()) }, 'console built');
-    if (config.outboundWebhooks.worker) await built.deliveryWorker.start();
+    // Listening first: a port taken meanwhile fails start-up before the delivery worker polls anything.
     server = await listen(built.app, config);
+    if (config.outboundWebhooks.worker) await built.deliveryWorker.start();
   } catch (error) {
     await database.close();
     throw error;

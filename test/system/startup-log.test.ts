@@ -1,8 +1,10 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import { expect } from 'chai';
 import { DEFAULT_EMBEDDED_PG_PORT, loadConfig } from '../../src/config.ts';
 import { firstSuperAdminCommand, listeningUrl } from '../../src/startup-log.ts';
 import { PACKAGE_ROOT } from '../../src/package-root.ts';
+import { serverNodeArgs } from '../../src/server-node-flags.ts';
 import { rememberSecret } from '../helpers/secret-scan.ts';
 import {
   createDataDir,
@@ -83,6 +85,25 @@ describe('start-up log: where to go and how to begin', function () {
     expect(logLines(again).some((line) => line.msg?.startsWith('listening on'))).to.equal(true);
     expect(again.stdout).not.to.include('no user yet');
     expect((await stopWith(again, 'SIGTERM')).code).to.equal(0);
+  });
+
+  it('when PORT is taken, the first and only error line says so, before the database starts', async () => {
+    const holder = net.createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve));
+    try {
+      const run = spawnProcess(process.execPath, serverNodeArgs(), { ...environment(), PORT: String(port), LOG_LEVEL: 'debug' });
+      const { code } = await run.exited;
+      expect(code, describeRun(run)).to.equal(1);
+      const stderrLines = run.stderr.split('\n').filter((line) => line.trim() !== '');
+      expect(stderrLines, describeRun(run)).to.deep.equal([
+        `failed to start: port ${port} on 127.0.0.1 is already in use (PORT=${port}): stop what listens there or set PORT to another port`,
+      ]);
+      // Nothing ran before it: not a log line of any level, so no database was started.
+      expect(run.stdout.trim(), describeRun(run)).to.equal('');
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
   });
 
   describe('listeningUrl', () => {
