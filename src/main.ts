@@ -50,7 +50,6 @@ async function main(): Promise<void> {
     if (!consoleIsBuilt()) logger.info({ ms: Math.round(await buildConsole()) }, 'console built');
     // Listening first: a port taken meanwhile fails start-up before the delivery worker polls anything.
     server = await listen(built.app, config);
-    if (config.outboundWebhooks.worker) await built.deliveryWorker.start();
   } catch (error) {
     await database.close();
     throw error;
@@ -59,6 +58,13 @@ async function main(): Promise<void> {
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = listeningUrl(config.host, port);
   logger.info({ url, docs: `${url}/docs`, database: config.database.kind }, `listening on ${url} — API reference: ${url}/docs`);
+  try {
+    if (config.outboundWebhooks.worker) await built.deliveryWorker.start();
+  } catch (error) {
+    server.close();
+    await database.close();
+    throw error;
+  }
   // A failed look-up only costs the hint; the server is already serving.
   if (!(await new IdentityService(database.orm.em).hasUsers().catch(() => true))) {
     const command = firstSuperAdminCommand(config);
