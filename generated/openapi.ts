@@ -306,7 +306,10 @@ export interface paths {
          *     exactly as they were sent, except that every `encrypted_content` string (of a
          *     `ReasoningItemModel`) reads back as `null`: it is stored but never rendered.
          *
-         *     **Filters** combine with AND; a repeated `kind` or `source` means any of them.
+         *     **Filters** combine with AND; a repeated `kind`, `source` or `id` means any of them. `id`
+         *     fetches events by their own ids, up to 100 at once, the way to reach an event whose id is a
+         *     word of the paths under `…/events/` (`count`, `stream`, `stream-tickets`), which those
+         *     literal paths answer before `getConversationEvent` could.
          *     `since`/`until` compare with the event's time: its own `timestamp` when that is ISO 8601
          *     (without an offset it is UTC, as the agent-server writes it), else the time the server
          *     received it; decided when the event is stored.
@@ -348,7 +351,7 @@ export interface paths {
         /**
          * Count a conversation's stored events matching filters
          * @description The number of events `listConversationEvents` yields, across all its pages, for the same
-         *     filters (`kind`, `source`, `since`, `until`, `after_seq`, `before_seq`, `q`). Someone else's
+         *     filters (`kind`, `id`, `source`, `since`, `until`, `after_seq`, `before_seq`, `q`). Someone else's
          *     conversation → 403, an unknown one → 404.
          */
         get: operations["countConversationEvents"];
@@ -371,7 +374,9 @@ export interface paths {
          * Get one stored event by its id
          * @description The stored event whose `id` is `event_id` (the event's own id, as sent or assigned), as
          *     `listConversationEvents` renders it. Someone else's conversation → 403; an unknown
-         *     conversation or an event id it does not hold → 404.
+         *     conversation or an event id it does not hold → 404. The literal paths under `…/events/` come
+         *     first: an event whose id is `count`, `stream` or `stream-tickets` is fetched with
+         *     `listConversationEvents?id=count` instead.
          */
         get: operations["getConversationEvent"];
         put?: never;
@@ -5599,6 +5604,17 @@ export interface components {
         BeforeSeq: number;
         /** @description Only events of this kind; repeat for any of several (`kind=ActionEvent&kind=ObservationEvent`). */
         EventKindFilter: components["schemas"]["EventKind"][];
+        /**
+         * @description Only the events with this `id`; repeat for several (`id=count&id=stream`), at most 100. An id
+         *     the conversation does not hold is simply not among the items. This is how to fetch an event
+         *     whose id is a word of this API's paths (`count`, `stream`, `stream-tickets`): under
+         *     `…/events/` the literal paths win, so `…/events/count` is always `countConversationEvents`.
+         * @example [
+         *       "count",
+         *       "stream"
+         *     ]
+         */
+        EventIdFilter: string[];
         /** @description Only events from this source; repeat for any of several. */
         EventSourceFilter: components["schemas"]["EventSource"][];
         /**
@@ -6286,6 +6302,17 @@ export interface operations {
                 before_seq?: components["parameters"]["BeforeSeq"];
                 /** @description Only events of this kind; repeat for any of several (`kind=ActionEvent&kind=ObservationEvent`). */
                 kind?: components["parameters"]["EventKindFilter"];
+                /**
+                 * @description Only the events with this `id`; repeat for several (`id=count&id=stream`), at most 100. An id
+                 *     the conversation does not hold is simply not among the items. This is how to fetch an event
+                 *     whose id is a word of this API's paths (`count`, `stream`, `stream-tickets`): under
+                 *     `…/events/` the literal paths win, so `…/events/count` is always `countConversationEvents`.
+                 * @example [
+                 *       "count",
+                 *       "stream"
+                 *     ]
+                 */
+                id?: components["parameters"]["EventIdFilter"];
                 /** @description Only events from this source; repeat for any of several. */
                 source?: components["parameters"]["EventSourceFilter"];
                 /**
@@ -6335,8 +6362,8 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /**
-             * @description A parameter is not valid: an unknown `order` or `kind`, a `since`/`until` that is not
-             *     an ISO 8601 date, `limit` out of range, `before_seq` not greater than `after_seq`,
+             * @description A parameter is not valid: an unknown `order` or `kind`, more than 100 `id`s, a
+             *     `since`/`until` that is not an ISO 8601 date, `limit` out of range, `before_seq` not greater than `after_seq`,
              *     `until` before `since`, or a cursor from another query or order. `loc` names the
              *     parameter.
              */
@@ -6360,6 +6387,17 @@ export interface operations {
                 before_seq?: components["parameters"]["BeforeSeq"];
                 /** @description Only events of this kind; repeat for any of several (`kind=ActionEvent&kind=ObservationEvent`). */
                 kind?: components["parameters"]["EventKindFilter"];
+                /**
+                 * @description Only the events with this `id`; repeat for several (`id=count&id=stream`), at most 100. An id
+                 *     the conversation does not hold is simply not among the items. This is how to fetch an event
+                 *     whose id is a word of this API's paths (`count`, `stream`, `stream-tickets`): under
+                 *     `…/events/` the literal paths win, so `…/events/count` is always `countConversationEvents`.
+                 * @example [
+                 *       "count",
+                 *       "stream"
+                 *     ]
+                 */
+                id?: components["parameters"]["EventIdFilter"];
                 /** @description Only events from this source; repeat for any of several. */
                 source?: components["parameters"]["EventSourceFilter"];
                 /**

@@ -142,8 +142,16 @@ async function waitUntilReady(base: string, server: ChildProcess, log: () => str
 
 function runScript(walkthrough: Walkthrough, env: NodeJS.ProcessEnv, timeoutMs: number) {
   return new Promise<Pick<WalkthroughResult, 'code' | 'output' | 'failed'>>((resolve) => {
+    // No startup file: given a socket as stdin (Node's 'pipe') and no SHLVL (started outside a shell, as
+    // under CI), bash takes itself for a remote shell and sources /etc/bash.bashrc and ~/.bashrc; the
+    // script then runs in a `source` frame whose line is 0, and the ERR trap named README line "0 - 2".
     // Its own process group, so that a time-out ends the background jobs too.
-    const bash = spawn('bash', ['-Eeuo', 'pipefail', '-c', PRELUDE + walkthrough.script], { cwd: ROOT, env, detached: true });
+    const bash = spawn('bash', ['--norc', '--noprofile', '-Eeuo', 'pipefail', '-c', PRELUDE + walkthrough.script], {
+      cwd: ROOT,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     bash.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     bash.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

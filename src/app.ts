@@ -8,6 +8,7 @@ import { refusalRecorder } from './api/refusal-recorder.ts';
 import { webhookReplayer } from './api/webhook-replay.ts';
 import { eventCompatibilityFor } from './api/event-compatibility.ts';
 import { renderError } from './api/render-error.ts';
+import { OutageLog } from './observability/outage-log.ts';
 import { withStorableStrings } from './api/storable-strings.ts';
 import { idempotentOperationIds, withIdempotency } from './api/idempotency.ts';
 import type { RequestState } from './api/context.ts';
@@ -51,13 +52,18 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true;
   if (config.responseValidation === 'log') app.use(checkResponsesAgainstSpec());
+  // Requests answered 503 for want of the database: one line when that begins, one when a probe finds it back.
+  const requestOutage = new OutageLog('request path', 'requests refused', logger, services.metrics.outageObserver, {
+    reachable: () => deps.database.isReachable(),
+    everyMs: 1_000,
+  });
   // Tracing (request id, access log, metrics) wraps error rendering, which also catches what the body reader throws.
   app.use((ctx, next) =>
     traceRequest(ctx, { logger, metrics: services.metrics }, async () => {
       try {
         await next();
       } catch (error) {
-        renderError(error, ctx, logger);
+        renderError(error, ctx, logger, requestOutage);
         await recordRefusal(ctx, error);
       }
     }),

@@ -122,6 +122,10 @@ export interface Config {
   readonly httpRequestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this time. */
   readonly httpKeepAliveTimeoutMs: number;
+  /** After answering before a request's body was read, how long its rest is read and discarded before closing (lingering close). */
+  readonly httpLingerMs: number;
+  /** … and at most how many of its bytes. */
+  readonly httpLingerBytes: number;
 
   // Outbound webhooks (src/outbound/, docs/outbound-webhooks.md)
   readonly outboundWebhooks: OutboundWebhookConfig;
@@ -278,6 +282,12 @@ function responseValidationOf(value: string | undefined): 'off' | 'log' {
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
+ * The embedded PostgreSQL's port when `EMBEDDED_PG_PORT` is unset: below Linux's ephemeral range
+ * (32768–60999), where an outgoing connection of any process may hold a port when we start.
+ */
+export const DEFAULT_EMBEDDED_PG_PORT = 25432;
+
+/**
  * Reads and validates the configuration. This is the only place that reads `process.env`;
  * everything else receives the frozen result.
  */
@@ -318,7 +328,7 @@ export function loadConfig(env: Env = process.env): Config {
   const common = { poolSize, timeouts, poolMode, applicationName } as const;
   const database: DatabaseConfig = databaseUrl
     ? { kind: 'url', url: databaseUrl, listenUrl: listenUrl ?? databaseUrl, ...common }
-    : { kind: 'embedded', dataDir, port: integer(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535), ...common };
+    : { kind: 'embedded', dataDir, port: integer(env, 'EMBEDDED_PG_PORT', DEFAULT_EMBEDDED_PG_PORT, 1024, 65535), ...common };
 
   return Object.freeze({
     port: integer(env, 'PORT', 3000, 0, 65535),
@@ -369,6 +379,8 @@ export function loadConfig(env: Env = process.env): Config {
     httpHeadersTimeoutMs: integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
     httpRequestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 120_000, 100, 3_600_000),
     httpKeepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
+    httpLingerMs: integer(env, 'HTTP_LINGER_MS', 5_000, 0, 600_000),
+    httpLingerBytes: integer(env, 'HTTP_LINGER_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
 
     outboundWebhooks: loadOutboundWebhookConfig(env),
     rateLimits: loadRateLimitConfig(env),

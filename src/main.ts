@@ -3,7 +3,7 @@ import { loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { createApp, type App } from './app.ts';
-import { listen } from './http-server.ts';
+import { assertPortFree, listen } from './http-server.ts';
 import { RetentionService } from './retention/retention-service.ts';
 import { RefusedDeliveryRetention } from './retention/refused-deliveries.ts';
 import { IdempotencyRecordRetention } from './retention/idempotency-records.ts';
@@ -34,6 +34,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
+  await assertPortFree(config);
   const database: Database = await openDatabase(config.database, logger);
   if (stopRequested) {
     await database.close();
@@ -48,9 +49,7 @@ async function main(): Promise<void> {
     built = await createApp({ config, logger, orm: database.orm, database });
     // A fresh clone has no built console: build it now so that the first page is not slow.
     if (!consoleIsBuilt()) logger.info({ ms: Math.round(await buildConsole()) }, 'console built');
-    if (config.outboundWebhooks.worker) await built.deliveryWorker.start();
-    await built.rateLimitInstances.start();
-    if (config.search.indexer) built.searchIndexer.start();
+    // Listening first: a port taken meanwhile fails start-up before the delivery worker polls anything.
     server = await listen(built.app, config);
   } catch (error) {
     await database.close();
@@ -60,6 +59,15 @@ async function main(): Promise<void> {
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = listeningUrl(config.host, port);
   logger.info({ url, docs: `${url}/docs`, database: config.database.kind }, `listening on ${url} — API reference: ${url}/docs`);
+  try {
+    if (config.outboundWebhooks.worker) await built.deliveryWorker.start();
+    await built.rateLimitInstances.start();
+    if (config.search.indexer) built.searchIndexer.start();
+  } catch (error) {
+    server.close();
+    await database.close();
+    throw error;
+  }
   // A failed look-up only costs the hint; the server is already serving.
   if (!(await new IdentityService(database.orm.em).hasUsers().catch(() => true))) {
     const command = firstSuperAdminCommand(config);

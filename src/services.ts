@@ -80,7 +80,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     // Built here, started by main.ts (or a test): the app's only background consumer.
     deliveryWorker: new DeliveryWorker(orm.em, outboundQueue, listenUrl, secretBox, config.outboundWebhooks, logger, {
       attempt: (type, outcome, seconds) => metrics.recordOutboundAttempt(type, outcome, seconds),
-    }, ingestPressure),
+    }, ingestPressure, metrics.outageObserver),
     rateLimiter,
     // Built here, started by main.ts (or a test): the heartbeat that splits the limits among instances.
     rateLimitInstances: new RateLimitInstances(orm.em, rateLimiter, logger),

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Config } from './config.ts';
+import { DEFAULT_EMBEDDED_PG_PORT, type Config } from './config.ts';
 import { PACKAGE_ROOT } from './package-root.ts';
 
 /** The address a person can open: a wildcard listen address is reached through localhost. */
@@ -25,6 +25,6 @@ export function firstSuperAdminCommand(config: Pick<Config, 'database'>): string
   if (database.kind === 'url') return command;
   const prefix: string[] = [];
   if (database.dataDir !== path.join(PACKAGE_ROOT, '.data')) prefix.push(`DATA_DIR=${shellWord(database.dataDir)}`);
-  if (database.port !== 54329) prefix.push(`EMBEDDED_PG_PORT=${database.port}`);
+  if (database.port !== DEFAULT_EMBEDDED_PG_PORT) prefix.push(`EMBEDDED_PG_PORT=${database.port}`);
   return [...prefix, command].join(' ');
 }

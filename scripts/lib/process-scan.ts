@@ -25,6 +25,15 @@ export function processesWithEnv(name: string, value: string): number[] {
   return found;
 }
 
+/** Alive and not a zombie (a killed process stays one until its parent reaps it). */
+export function isRunning(pid: number): boolean {
+  try {
+    return !/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 /** A short description of processes for assertion messages. */
 export function describeProcesses(pids: number[]): string {
   return pids

@@ -139,6 +139,21 @@ export class FastRouter extends OpenAPIRouter {
     return { ...req, path, method: req.method.trim().toLowerCase(), params, headers, query: {}, cookies: {}, requestBody: body };
   }
 
+  /**
+   * The library's query parsing (`qs`), except that a parameter repeated more than `qs`'s `arrayLimit`
+   * (20) times stays a list: `qs` makes it an object `{0: …, 1: …}`, which a repeatable parameter
+   * allowing more (`id`, up to 100) would refuse.
+   */
+  override parseRequestQuery(req: Request): { [key: string]: unknown } {
+    const query = super.parseRequestQuery(req);
+    for (const [name, value] of Object.entries(query)) {
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) continue;
+      const values = Object.values(value);
+      if (Object.keys(value).every((key, i) => key === String(i))) query[name] = values;
+    }
+    return query;
+  }
+
   /** The path parameters' pattern, built as `bath` (the library's parser) builds it. */
   private templateOf(path: string): PathTemplate | null {
     let template = this.templates.get(path);
@@ -161,6 +176,8 @@ export class FastRouter extends OpenAPIRouter {
  */
 export class FastValidator extends OpenAPIValidator {
   override validateRequest(req: Request, operation?: Operation | string): ValidationResult<Request> {
+    const page = typeof operation === 'string' ? this.router.getOperation(operation) : operation;
+    if (page && isBrowserPage(page)) req = withDeclaredQueryOnly(this.router, req, page);
     if (typeof operation !== 'object' || !operation.operationId || !isPlain(req)) return this.validateStrictly(req, operation);
     const coerced: Record<string, unknown> = { ...req };
     const errors: ErrorObject[] = [];
@@ -196,6 +213,25 @@ export class FastValidator extends OpenAPIValidator {
     if (errors.length === 0) return result;
     return { ...result, valid: false, errors: [...(result.errors ?? []), ...errors] };
   }
+}
+
+/** A page for people (`x-browser-page: true`): links to it carry whatever query a newsletter or a cache-buster adds. */
+export function isBrowserPage(operation: Operation): boolean {
+  return (operation as { 'x-browser-page'?: unknown })['x-browser-page'] === true;
+}
+
+/**
+ * The request with only the query parameters its operation declares: a page ignores the others
+ * (`/?utm_source=…`, `/console/console.js?v=2`) where an API operation refuses them (422), and its
+ * handler, which reads the validated request, never sees them.
+ */
+function withDeclaredQueryOnly(router: OpenAPIRouter, req: Request, operation: Operation): Request {
+  if (req.query === undefined || req.query === '' || (typeof req.query === 'object' && Object.keys(req.query).length === 0)) return req;
+  const declared = new Set(
+    ((operation.parameters ?? []) as { in?: string; name?: string }[]).filter((p) => p.in === 'query').map((p) => p.name),
+  );
+  const query = Object.fromEntries(Object.entries(router.parseRequestQuery(req)).filter(([name]) => declared.has(name)));
+  return { ...req, query: query as Request['query'] };
 }
 
 /** A parameter's text as a JSON integer / number literal: no sign on zero, no leading zeros, no hex. */

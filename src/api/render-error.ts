@@ -1,13 +1,17 @@
 import { DomainError, HttpError, InvalidInputError, UnauthenticatedError, httpStatusOf } from '../errors.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import type { Logger } from '../logger.ts';
+import type { OutageLog } from '../observability/outage-log.ts';
 import type { KoaContext } from './context.ts';
 import { RequestValidationError, boundedInput } from './validation-errors.ts';
 
 type ErrorBody = { detail: unknown };
 
-/** Renders any thrown error as the contract's error body; the one error renderer of the service. */
-export function renderError(error: unknown, ctx: KoaContext, log: Logger): void {
+/**
+ * Renders any thrown error as the contract's error body; the one error renderer of the service. A
+ * database outage is logged by `outage` (one line when it begins, one when it ends), not per request.
+ */
+export function renderError(error: unknown, ctx: KoaContext, log: Logger, outage?: OutageLog): void {
   let status: number;
   let body: ErrorBody;
   if (error instanceof RequestValidationError) {
@@ -28,7 +32,8 @@ export function renderError(error: unknown, ctx: KoaContext, log: Logger): void 
     status = 503;
     body = { detail: 'The database is unavailable; retry later' };
     ctx.set('Retry-After', '1');
-    log.error({ err: error }, 'database unavailable');
+    if (outage) outage.failed(error);
+    else log.error({ err: error }, 'database unavailable');
   } else {
     status = 500;
     body = { detail: 'Internal server error' };

@@ -345,7 +345,7 @@ export class ConversationService {
     const filter = eventFilterOf(input);
     const conversation = await this.findOwned(principal, conversationId);
     // Sequence numbers are dense (1…event_count): a range alone is arithmetic.
-    if (filter.q === null && filter.kinds.length === 0 && filter.sources.length === 0 && filter.since === null && filter.until === null) {
+    if (filter.q === null && filter.kinds.length === 0 && !filter.ids && filter.sources.length === 0 && filter.since === null && filter.until === null) {
       const top = Math.min(conversation.event_count, (filter.beforeSeq ?? Infinity) - 1);
       return Math.max(0, top - filter.afterSeq);
     }

@@ -345,6 +345,8 @@ function eventConditions(filter: EventFilter, values: SqlValues): string[] {
   if (filter.beforeSeq !== null) conditions.push(`seq < ${values.add(filter.beforeSeq)}`);
   if (filter.kinds.length === 1) conditions.push(`kind = ${values.add(filter.kinds[0])}`);
   else if (filter.kinds.length > 1) conditions.push(`kind = any(${values.add(filter.kinds)}::text[])`);
+  if (filter.ids?.length === 1) conditions.push(`event_id = ${values.add(filter.ids[0])}`);
+  else if (filter.ids) conditions.push(`event_id = any(${values.add(filter.ids)}::text[])`);
   if (filter.sources.length === 1) conditions.push(`source = ${values.add(filter.sources[0])}`);
   else if (filter.sources.length > 1) conditions.push(`source = any(${values.add(filter.sources)}::text[])`);
   if (filter.since !== null) conditions.push(`event_time >= ${values.add(filter.since)}::timestamptz`);

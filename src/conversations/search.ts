@@ -14,6 +14,7 @@ export interface EventFilterInput {
   afterSeq?: number;
   beforeSeq?: number;
   kinds?: EventKind[];
+  ids?: string[];
   sources?: EventSource[];
   since?: string;
   until?: string;
@@ -30,6 +31,8 @@ export interface EventFilter {
   sources: string[];
   since: string | null;
   until: string | null;
+  /** Events' own ids; absent when not asked (so the cursors of queries without it stay as they were). */
+  ids?: string[];
 }
 
 export type EventOrder = 'asc' | 'desc';
@@ -87,7 +90,17 @@ export function eventFilterOf(input: EventFilterInput): EventFilter {
   const until = instant(input.until, 'until');
   range(since, until, 'until', 'since', input.until);
   const q = input.q === undefined ? null : parseSearchQuery(input.q);
-  return { q, afterSeq, beforeSeq, kinds: uniqueSorted(input.kinds), sources: uniqueSorted(input.sources), since, until };
+  const ids = uniqueSorted(input.ids);
+  return {
+    q,
+    afterSeq,
+    beforeSeq,
+    kinds: uniqueSorted(input.kinds),
+    sources: uniqueSorted(input.sources),
+    since,
+    until,
+    ...(ids.length > 0 ? { ids } : {}),
+  };
 }
 
 /** Checks and normalizes the conversation filters. */

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PoolStats } from '../db/pool-stats.ts';
+import type { OutageObserver } from './outage-log.ts';
 
 /** Label used for requests that matched no operation of the spec (404s, 405s). */
 export const UNMATCHED_OPERATION = 'unmatched';
@@ -117,6 +118,26 @@ export class Metrics {
       if (this.outboundPending) this.outboundQueueDepth.set(await this.outboundPending().catch(() => Number.NaN));
     },
   });
+
+  readonly databaseUnavailable = new Counter({
+    name: 'database_unavailable_total',
+    help: 'Operations that failed because the database was unreachable, by component (request path: requests answered 503; webhook queue; webhook fan-out).',
+    labelNames: ['component'],
+    registers: [this.registry],
+  });
+
+  readonly databaseOutages = new Counter({
+    name: 'database_outages_total',
+    help: 'Times a component found the database unreachable after it had been reachable (each logged once, with its end).',
+    labelNames: ['component'],
+    registers: [this.registry],
+  });
+
+  /** What the outage logs (src/observability/outage-log.ts) count. */
+  readonly outageObserver: OutageObserver = {
+    failure: (component) => this.databaseUnavailable.inc({ component }),
+    outage: (component) => this.databaseOutages.inc({ component }),
+  };
 
   /** Where the queue depth is read from at each scrape. */
   trackOutboundQueueDepth(pending: () => Promise<number>): void {

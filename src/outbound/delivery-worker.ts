@@ -4,6 +4,8 @@ import type { OutboundWebhookConfig } from '../config.ts';
 import type { SecretBox } from '../crypto/secret-box.ts';
 import type { Logger } from '../logger.ts';
 import { AttemptMaker } from './attempt.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
+import { OutageLog, type OutageObserver } from '../observability/outage-log.ts';
 import { Deliverer, type DeliveryObserver } from './delivery.ts';
 import { OutboundGate, type IngestPressure } from './ingest-pressure.ts';
 import type { DeliveryJob, OutboundQueue } from './outbound-queue.ts';
@@ -29,6 +31,9 @@ export class DeliveryWorker {
   private readonly gate: OutboundGate;
   private readonly deliverer: Deliverer;
   private readonly recovery: RecoveryRunner;
+  /** The queue's fetch loops (and pg-boss's own upkeep) and the outbox fan-out each log an outage once. */
+  private readonly queueOutage: OutageLog;
+  private readonly fanOutOutage: OutageLog;
 
   /** `pressure`: this instance's webhook ingestion, which delivery yields to when busy (see ingest-pressure.ts). */
   constructor(
@@ -40,10 +45,13 @@ export class DeliveryWorker {
     private readonly log: Logger,
     observer?: DeliveryObserver,
     pressure?: IngestPressure,
+    outageObserver?: OutageObserver,
   ) {
     this.gate = new OutboundGate(pressure);
     this.deliverer = new Deliverer(em, queue, box, config, log, observer);
     this.recovery = new RecoveryRunner(em, queue, new AttemptMaker(box, config, log), this.gate, config, log);
+    this.queueOutage = new OutageLog('webhook queue', 'fetches failed', log, outageObserver);
+    this.fanOutOutage = new OutageLog('webhook fan-out', 'runs failed', log, outageObserver);
   }
 
   /** Seconds after which an attempt's job that was not completed (its process died) is handed out again. */
@@ -63,7 +71,10 @@ export class DeliveryWorker {
       superviseIntervalSeconds: Math.min(60, expire),
       monitorIntervalSeconds: Math.min(60, expire),
     });
-    boss.on('error', (error) => this.log.error({ err: error }, 'webhook queue error'));
+    boss.on('error', (error) => {
+      if (isDatabaseUnavailable(error)) this.queueOutage.failed(error);
+      else this.log.error({ err: error }, 'webhook queue error');
+    });
     this.boss = boss;
     await boss.start();
     await boss.updateQueue(DELIVERY_QUEUE, { expireInSeconds: expire, retryLimit: 5, retryDelay: 1 });
@@ -116,8 +127,11 @@ export class DeliveryWorker {
       let fetched = 0;
       try {
         fetched = await this.gate.run(() => this.runFetched());
+        this.queueOutage.succeeded();
       } catch (error) {
-        if (this.running) this.log.error({ err: error }, 'webhook queue fetch failed');
+        if (!this.running) break;
+        if (isDatabaseUnavailable(error)) this.queueOutage.failed(error);
+        else this.log.error({ err: error }, 'webhook queue fetch failed');
       }
       if (fetched < JOBS_PER_FETCH && this.running) await this.rest();
     }
@@ -133,7 +147,8 @@ export class DeliveryWorker {
     if (done.length > 0) await boss!.complete(DELIVERY_QUEUE, done);
     for (const [i, outcome] of outcomes.entries()) {
       if (outcome.status === 'fulfilled') continue;
-      this.log.error({ err: outcome.reason, jobId: jobs[i]!.id }, 'webhook delivery job failed; the queue retries it');
+      if (isDatabaseUnavailable(outcome.reason)) this.queueOutage.failed(outcome.reason);
+      else this.log.error({ err: outcome.reason, jobId: jobs[i]!.id }, 'webhook delivery job failed; the queue retries it');
       await boss!.fail(DELIVERY_QUEUE, jobs[i]!.id, { message: String((outcome.reason as Error)?.message ?? outcome.reason) });
     }
     return jobs.length;
@@ -162,9 +177,13 @@ export class DeliveryWorker {
       this.recovery.poll(() => this.running);
       this.dispatching = this.fanOutPending()
         .then((count) => {
+          this.fanOutOutage.succeeded();
           if (count > 0) this.wakeIdlers();
         })
-        .catch((error: unknown) => this.log.error({ err: error }, 'webhook fan-out failed'))
+        .catch((error: unknown) => {
+          if (isDatabaseUnavailable(error)) this.fanOutOutage.failed(error);
+          else this.log.error({ err: error }, 'webhook fan-out failed');
+        })
         .finally(() => {
           this.dispatching = undefined;
           if (this.running) this.scheduleDispatch(this.config.dispatchMs);

@@ -20,6 +20,8 @@ export interface SpecOperation {
   security: Record<string, string[]>[];
   parameters: SpecParameter[];
   losslessBody: boolean;
+  /** `x-browser-page: true`: a page for people, which ignores query parameters it does not declare. */
+  browserPage: boolean;
   permission?: string;
   hasBody: boolean;
   bodyRequired: boolean;
@@ -64,6 +66,7 @@ export function specOperations(): SpecOperation[] {
         security: (op.security as Record<string, string[]>[] | undefined) ?? globalSecurity,
         parameters,
         losslessBody: op['x-lossless-body'] === true,
+        browserPage: op['x-browser-page'] === true,
         permission: op['x-permission'] as string | undefined,
         hasBody: Boolean(body),
         bodyRequired: Boolean(body?.required),

@@ -196,7 +196,34 @@ describe('database faults (TCP proxy between server and PostgreSQL)', function (
           `(${summary.total} requests, ${summary.unavailable} × 503, ${before} before the fault)`,
       );
       expect(server.stdout + server.stderr).to.not.include('unhandled error');
+      await checkOutageLog(summary.unavailable);
     });
+  }
+
+  /**
+   * The outage logged like an outage: per component one line when the database became unreachable
+   * and one when it was back, with how many operations failed meanwhile (a pool reconnecting may
+   * make a component see it twice), not one error line per refused request or failed poll.
+   */
+  async function checkOutageLog(refusedRequests: number) {
+    const lines = server.stdout
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: number; msg: string; component?: string; failed?: number });
+    const errors = lines.filter((line) => line.level >= 50);
+    const summary = `${errors.length} error lines:\n${errors.map((line) => line.msg).join('\n')}`;
+    expect(errors.length, summary).to.be.within(1, 8);
+    expect(errors.every((line) => / the database is unreachable$/.test(line.msg)), summary).to.equal(true);
+    const down = errors.filter((line) => line.component === 'request path');
+    const back = lines.filter((line) => line.component === 'request path' && /reachable again/.test(line.msg));
+    expect(down.length, summary).to.be.within(1, 2);
+    expect(back.length, 'each request-path outage ends with a line').to.equal(down.length);
+    expect(back.reduce((sum, line) => sum + line.failed!, 0), 'the refused requests, counted').to.equal(refusedRequests);
+    // The metrics keep every count.
+    const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    expect(metrics).to.include(`database_unavailable_total{component="request path"} ${refusedRequests}`);
+    expect(metrics).to.match(/database_outages_total\{component="request path"\} [12]\b/);
+    console.log(`      outage log: ${errors.length} error lines, ${lines.filter((line) => /reachable again/.test(line.msg)).length} lines "reachable again", for ${refusedRequests} refused requests`);
   }
 
   async function waitForSuccess(outcomes: Outcome[], since: number, withinMs: number) {

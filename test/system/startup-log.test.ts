@@ -1,7 +1,10 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import { expect } from 'chai';
+import { DEFAULT_EMBEDDED_PG_PORT, loadConfig } from '../../src/config.ts';
 import { firstSuperAdminCommand, listeningUrl } from '../../src/startup-log.ts';
 import { PACKAGE_ROOT } from '../../src/package-root.ts';
+import { serverNodeArgs } from '../../src/server-node-flags.ts';
 import { rememberSecret } from '../helpers/secret-scan.ts';
 import {
   createDataDir,
@@ -84,12 +87,51 @@ describe('start-up log: where to go and how to begin', function () {
     expect((await stopWith(again, 'SIGTERM')).code).to.equal(0);
   });
 
+  it('when PORT is taken, the first and only error line says so, before the database starts', async () => {
+    const holder = net.createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve));
+    try {
+      const run = spawnProcess(process.execPath, serverNodeArgs(), { ...environment(), PORT: String(port), LOG_LEVEL: 'debug' });
+      const { code } = await run.exited;
+      expect(code, describeRun(run)).to.equal(1);
+      const stderrLines = run.stderr.split('\n').filter((line) => line.trim() !== '');
+      expect(stderrLines, describeRun(run)).to.deep.equal([
+        `failed to start: port ${port} on 127.0.0.1 is already in use (PORT=${port}): stop what listens there or set PORT to another port`,
+      ]);
+      // Nothing ran before it: not a log line of any level, so no database was started.
+      expect(run.stdout.trim(), describeRun(run)).to.equal('');
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
+  });
+
   describe('listeningUrl', () => {
     it('is the listen address, with localhost for a wildcard and brackets for IPv6', () => {
       expect(listeningUrl('127.0.0.1', 3000)).to.equal('http://127.0.0.1:3000');
       expect(listeningUrl('0.0.0.0', 8080)).to.equal('http://localhost:8080');
       expect(listeningUrl('::', 8080)).to.equal('http://localhost:8080');
       expect(listeningUrl('::1', 8080)).to.equal('http://[::1]:8080');
+    });
+  });
+
+  describe('the embedded PostgreSQL of npm start', () => {
+    it("listens by default below the kernel's ephemeral range, where no outgoing connection can hold its port", () => {
+      const config = loadConfig({ DATA_DIR: '.data' });
+      expect(config.database.kind).to.equal('embedded');
+      const port = config.database.kind === 'embedded' ? config.database.port : NaN;
+      expect(port).to.equal(DEFAULT_EMBEDDED_PG_PORT);
+      // Linux's default range, and this machine's own when it says.
+      const ranges: [number, number][] = [[32768, 60999]];
+      try {
+        const [low, high] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+        ranges.push([low!, high!]);
+      } catch {
+        // not Linux: the default range is checked
+      }
+      for (const [low, high] of ranges) expect(port < low || port > high, `${port} in ${low}-${high}`).to.equal(true);
+      // Not a port a well-known service registers either (1024 and up: unprivileged; not PostgreSQL's own 5432).
+      expect(port).to.be.above(1024).and.not.equal(5432);
     });
   });
 
@@ -103,7 +145,13 @@ describe('start-up log: where to go and how to begin', function () {
     const plain = 'npm run admin -- create-user --email admin@example.com --super-admin';
 
     it('is the plain command on the default embedded database', () => {
-      expect(firstSuperAdminCommand({ database: { kind: 'embedded', dataDir: `${PACKAGE_ROOT}/.data`, port: 54329, ...base } })).to.equal(plain);
+      expect(firstSuperAdminCommand({ database: { kind: 'embedded', dataDir: `${PACKAGE_ROOT}/.data`, port: DEFAULT_EMBEDDED_PG_PORT, ...base } })).to.equal(plain);
+    });
+
+    it("names the port that was the default before (54329) and the new default's neighbours", () => {
+      for (const port of [54329, DEFAULT_EMBEDDED_PG_PORT + 1]) {
+        expect(firstSuperAdminCommand({ database: { kind: 'embedded', dataDir: `${PACKAGE_ROOT}/.data`, port, ...base } })).to.equal(`EMBEDDED_PG_PORT=${port} ${plain}`);
+      }
     });
 
     it('names a data directory and port that differ from the defaults, quoted for the shell when needed', () => {

@@ -59,7 +59,11 @@ describe('README walkthrough (npm run walkthrough)', function () {
     const broken = lines.findIndex((line) => line.includes('"$BASE/api/billing/credits"'));
     expect(broken, 'the walkthrough reads the credits').to.be.greaterThan(0);
     lines[broken] = lines[broken]!.replace('/api/billing/credits', '/api/billing/credit');
-    const result = await run({ ...walkthrough, script: lines.join('\n') });
+    // Started outside any shell, as CI and test harnesses start it: no SHLVL. bash then took itself for a
+    // remote shell, sourced /etc/bash.bashrc, and named README line "firstLine - 2" (scripts/walkthrough.ts).
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env.SHLVL;
+    const result = await runWalkthrough({ ...walkthrough, script: lines.join('\n') }, { env, onServerLog: (text) => captureLog('walkthrough server', text) });
 
     expect(result.code, describeResult(result)).to.equal(22); // curl --fail-with-body: HTTP error
     expect(result.failed).to.equal(`README.md line ${walkthrough.firstLine + broken}: ${lines[broken]!.trim()}`);

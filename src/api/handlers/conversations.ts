@@ -20,6 +20,7 @@ function eventFilterOf(query: CountEventsQuery): EventFilterInput {
     afterSeq: query.after_seq,
     beforeSeq: query.before_seq,
     kinds: list(query.kind),
+    ids: list(query.id),
     sources: list(query.source),
     since: query.since,
     until: query.until,
