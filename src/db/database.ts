@@ -28,6 +28,7 @@ import { Migration20261127100000_unrecognized_events } from './migrations/Migrat
 import { Migration20261127110000_refused_deliveries } from './migrations/Migration20261127110000_refused_deliveries.ts';
 import { Migration20261127130000_share_links } from './migrations/Migration20261127130000_share_links.ts';
 import { Migration20261127135000_usage } from './migrations/Migration20261127135000_usage.ts';
+import { Migration20261127136000_usage_rollups } from './migrations/Migration20261127136000_usage_rollups.ts';
 import { Migration20261127140000_rate_limits_and_idempotency } from './migrations/Migration20261127140000_rate_limits_and_idempotency.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
@@ -59,6 +60,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127110000_refused_deliveries', class: Migration20261127110000_refused_deliveries },
   { name: 'Migration20261127130000_share_links', class: Migration20261127130000_share_links },
   { name: 'Migration20261127135000_usage', class: Migration20261127135000_usage },
+  { name: 'Migration20261127136000_usage_rollups', class: Migration20261127136000_usage_rollups },
   { name: 'Migration20261127140000_rate_limits_and_idempotency', class: Migration20261127140000_rate_limits_and_idempotency },
 ];
 
