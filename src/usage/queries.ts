@@ -69,7 +69,7 @@ export function usageConversationsQuery(range: Range, limit: number): [string, u
   return [
     `with inside as (
        select conversation_id, cost_micro_usd as cost, tokens_in, tokens_out, llm_calls from usage_conversations
-       where owner_id = $1 and first_day >= $2::date and last_day < $3::date
+       where owner_id = $1 and ${span} <@ daterange($2::date, $3::date)
        order by cost_micro_usd desc, (tokens_in + tokens_out) desc, conversation_id limit $4
      ), straddling as (
        select d.conversation_id, sum(d.cost_micro_usd) as cost, sum(d.tokens_in) as tokens_in, sum(d.tokens_out) as tokens_out, sum(d.llm_calls) as llm_calls

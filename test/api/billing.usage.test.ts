@@ -253,7 +253,7 @@ describe('GET /api/billing/usage', () => {
      * X: Claude 5 days ago, Claude and Mini 2 days ago, Claude today (the post's statement finding its
      * previous days each time); Y: Mini 5 days ago only; Z: Claude today. Returns [x, y, z].
      */
-    async function threeConversationsOverDays(): Promise<string[]> {
+    async function threeConversationsOverDays(): Promise<[string, string, string]> {
       const [x, y, z] = [randomUUID(), randomUUID(), randomUUID()];
       await post(conversationInfo(x, at(100), { agent: [CLAUDE, 0.5, 5000, 500, 5] }, 'Long one')).expect(201);
       await post(conversationInfo(y, at(100), { agent: [MINI, 0.25, 2500, 250, 2] }, 'Old one')).expect(201);
