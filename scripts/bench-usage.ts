@@ -2,7 +2,7 @@
  * Usage benchmark (issue 34): `GET /api/billing/usage` over 90 days for one user with
  * BENCH_USAGE_CONVERSATIONS (50,000) conversations, every one of them within those 90 days, beside
  * BENCH_USAGE_OTHERS (20) other users with 2,000 each. It seeds only what the usage read touches, at
- * full scale: users, conversations, their titles, `usage_daily` (one row per conversation, day and
+ * full scale: users, conversations, their titles, `usage_daily` and its rollups (one row per conversation, day and
  * model: about a fifth of the conversations span two days, three in ten also call a second model) and
  * the spend ledger's `spend_entries` behind it (8 charges per row, adding up to its cost, so /spend
  * can be timed beside it). No events: the usage read never touches them (`npm run bench:read` times
@@ -98,7 +98,7 @@ async function main(): Promise<void> {
           sql:
             groupBy === 'conversation'
               ? [usageQueries.usageConversationsQuery(range, 20)]
-              : [usageQueries.usageGroupsQuery(groupBy, range, groupBy === 'day' ? 366 : 20), ...(groupBy === 'member' ? [] : [usageQueries.usageConversationCountQuery(range)])],
+              : [usageQueries.usageGroupsQuery(groupBy, range, groupBy === 'day' ? 366 : 20)],
         })),
         { name: 'usage by day, default 30 days', path: '/api/billing/usage' },
       ]
@@ -246,6 +246,9 @@ async function seed(q: Query): Promise<void> {
       select 'openai/gpt-4o-mini' where abs(hashtext(c.id::text || 'c')) % 10 < 3
     ) m`);
   log(`usage rows in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  // The rollups the post's statement keeps, built from those rows as the migration's backfill builds them.
+  const rollups = await import('../src/db/migrations/Migration20261127136000_usage_rollups.ts').catch(() => undefined);
+  if (rollups) await q(rollups.usageRollupsBackfill());
   // Eight charges per usage row, adding up to its cost, at times within its day (the first takes the remainder).
   await q(`
     insert into spend_entries (owner_id, conversation_id, usage_id, model_name, amount_micro_usd, charged_at)
@@ -254,7 +257,9 @@ async function seed(q: Query): Promise<void> {
     from usage_daily u cross join generate_series(1, 8) k
     where u.cost_micro_usd / 8 + case when k = 1 then u.cost_micro_usd % 8 else 0 end > 0`);
   await q(`insert into spend_totals (owner_id, spent_micro_usd) select owner_id, sum(amount_micro_usd) from spend_entries group by 1`);
-  for (const table of ['conversations', 'conversation_infos', 'usage_daily', 'spend_entries', 'spend_totals']) await q(`vacuum analyze ${table}`);
+  const tables = ['conversations', 'conversation_infos', 'usage_daily', 'spend_entries', 'spend_totals'];
+  if (rollups) tables.push('usage_conversations', 'usage_conversation_models', 'usage_owner_days', 'usage_model_days');
+  for (const table of tables) await q(`vacuum analyze ${table}`);
   log(`seeded in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
 

@@ -30,6 +30,7 @@ import { Migration20261127110000_refused_deliveries } from './migrations/Migrati
 import { Migration20261127120000_event_search } from './migrations/Migration20261127120000_event_search.ts';
 import { Migration20261127130000_share_links } from './migrations/Migration20261127130000_share_links.ts';
 import { Migration20261127135000_usage } from './migrations/Migration20261127135000_usage.ts';
+import { Migration20261127136000_usage_rollups } from './migrations/Migration20261127136000_usage_rollups.ts';
 import { Migration20261127140000_rate_limits_and_idempotency } from './migrations/Migration20261127140000_rate_limits_and_idempotency.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
@@ -62,6 +63,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127120000_event_search', class: Migration20261127120000_event_search },
   { name: 'Migration20261127130000_share_links', class: Migration20261127130000_share_links },
   { name: 'Migration20261127135000_usage', class: Migration20261127135000_usage },
+  { name: 'Migration20261127136000_usage_rollups', class: Migration20261127136000_usage_rollups },
   { name: 'Migration20261127140000_rate_limits_and_idempotency', class: Migration20261127140000_rate_limits_and_idempotency },
   { name: 'Migration20261127150000_outbound_operations', class: Migration20261127150000_outbound_operations },
 ];

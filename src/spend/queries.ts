@@ -77,16 +77,74 @@ export interface DailyUsageIncrease {
 }
 
 /**
- * Adds the increases to today's (UTC) usage rows of the conversation: the day of `now()`, the
- * transaction's instant, which is also the `charged_at` of the entries it writes.
+ * Adds the increases to today's (UTC) usage, in one statement: the conversation's rows of
+ * `usage_daily`, its running totals (`usage_conversations`), and the owner's day and model-day
+ * rollups in the bucket of the conversation's previous usage day, counting the conversation (and each
+ * model's) once on the first post of its day (docs/performance.md, "Usage"). The day is that of
+ * `now()`, the transaction's instant, which is also the `charged_at` of the entries it writes. The
+ * caller holds the conversation's lock; the owner's shared model-day rows are written in model order,
+ * so two conversations of one owner lock them in the same order.
  */
 export async function addDailyUsage(trx: SqlRunner, ownerId: string, conversationId: string, increases: readonly DailyUsageIncrease[]): Promise<void> {
-  await sqlRun(
+  // Prepared once per connection (its plan is primary-key lookups whatever the values): no planning of its seven parts per post.
+  await sqlRows(
     trx,
-    `insert into usage_daily as d (owner_id, day, conversation_id, model_name, cost_micro_usd, tokens_in, tokens_out, llm_calls)
-     select $1, (now() at time zone 'UTC')::date, $2, model_name, cost, tokens_in, tokens_out, llm_calls
-     from unnest($3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) as i (model_name, cost, tokens_in, tokens_out, llm_calls)
-     on conflict (owner_id, day, conversation_id, model_name) do update set
+    `with increase as (
+       select * from unnest($3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) as i (model_name, cost, tokens_in, tokens_out, llm_calls)
+     ), today as (
+       select (now() at time zone 'UTC')::date as day
+     ), post as (
+       select sum(cost) as cost, sum(tokens_in) as tokens_in, sum(tokens_out) as tokens_out, sum(llm_calls) as llm_calls from increase
+     ), conversation_bucket as (
+       -- the usage day before today's (-infinity for none); new today unless today was seen already
+       select coalesce(case when c.last_day >= t.day then c.prev_day else c.last_day end, '-infinity'::date) as prev_day,
+         (c.last_day is null or c.last_day < t.day) as new_today
+       from today t left join usage_conversations c on c.conversation_id = $2
+     ), model_buckets as (
+       select i.*, coalesce(case when m.last_day >= t.day then m.prev_day else m.last_day end, '-infinity'::date) as prev_day,
+         (m.last_day is null or m.last_day < t.day) as new_today
+       from increase i cross join today t left join usage_conversation_models m on m.conversation_id = $2 and m.model_name = i.model_name
+     ), daily as (
+       insert into usage_daily as d (owner_id, day, conversation_id, model_name, cost_micro_usd, tokens_in, tokens_out, llm_calls)
+       select $1, t.day, $2, i.model_name, i.cost, i.tokens_in, i.tokens_out, i.llm_calls from increase i cross join today t
+       on conflict (conversation_id, day, model_name) do update set
+         cost_micro_usd = d.cost_micro_usd + excluded.cost_micro_usd,
+         tokens_in = d.tokens_in + excluded.tokens_in,
+         tokens_out = d.tokens_out + excluded.tokens_out,
+         llm_calls = d.llm_calls + excluded.llm_calls
+     ), conversation_totals as (
+       insert into usage_conversations as c (conversation_id, owner_id, first_day, last_day, prev_day, cost_micro_usd, tokens_in, tokens_out, llm_calls)
+       select $2, $1, t.day, t.day, '-infinity'::date, p.cost, p.tokens_in, p.tokens_out, p.llm_calls from today t cross join post p
+       on conflict (conversation_id) do update set
+         first_day = least(c.first_day, excluded.first_day),
+         prev_day = case when excluded.last_day > c.last_day then c.last_day else c.prev_day end,
+         last_day = greatest(c.last_day, excluded.last_day),
+         cost_micro_usd = c.cost_micro_usd + excluded.cost_micro_usd,
+         tokens_in = c.tokens_in + excluded.tokens_in,
+         tokens_out = c.tokens_out + excluded.tokens_out,
+         llm_calls = c.llm_calls + excluded.llm_calls
+     ), model_days_seen as (
+       insert into usage_conversation_models as m (conversation_id, model_name, owner_id, last_day, prev_day)
+       select $2, i.model_name, $1, t.day, '-infinity'::date from increase i cross join today t
+       on conflict (conversation_id, model_name) do update set
+         prev_day = case when excluded.last_day > m.last_day then m.last_day else m.prev_day end,
+         last_day = greatest(m.last_day, excluded.last_day)
+     ), owner_day as (
+       insert into usage_owner_days as d (owner_id, day, prev_day, conversations, cost_micro_usd, tokens_in, tokens_out, llm_calls)
+       select $1, t.day, b.prev_day, b.new_today::int, p.cost, p.tokens_in, p.tokens_out, p.llm_calls
+       from today t cross join conversation_bucket b cross join post p
+       on conflict (owner_id, day, prev_day) do update set
+         conversations = d.conversations + excluded.conversations,
+         cost_micro_usd = d.cost_micro_usd + excluded.cost_micro_usd,
+         tokens_in = d.tokens_in + excluded.tokens_in,
+         tokens_out = d.tokens_out + excluded.tokens_out,
+         llm_calls = d.llm_calls + excluded.llm_calls
+     )
+     insert into usage_model_days as d (owner_id, day, model_name, prev_day, conversations, cost_micro_usd, tokens_in, tokens_out, llm_calls)
+     select $1, t.day, b.model_name, b.prev_day, b.new_today::int, b.cost, b.tokens_in, b.tokens_out, b.llm_calls
+     from model_buckets b cross join today t order by b.model_name
+     on conflict (owner_id, day, model_name, prev_day) do update set
+       conversations = d.conversations + excluded.conversations,
        cost_micro_usd = d.cost_micro_usd + excluded.cost_micro_usd,
        tokens_in = d.tokens_in + excluded.tokens_in,
        tokens_out = d.tokens_out + excluded.tokens_out,
@@ -100,6 +158,7 @@ export async function addDailyUsage(trx: SqlRunner, ownerId: string, conversatio
       increases.map((i) => i.tokensOut.toString()),
       increases.map((i) => i.llmCalls.toString()),
     ],
+    'usage_add_daily',
   );
 }
 

@@ -107,7 +107,7 @@ interface UsageChange {
  * Charges the increase of each usage's cumulative cost since the info that last moved it, inside
  * the caller's transaction, which holds the conversation's row lock: infos of one conversation are
  * charged one at a time, whichever instance receives them. Tokens and LLM calls are counted the same
- * way, and every increase is added to the day's usage (`usage_daily`) in the same transaction.
+ * way, and every increase is added to the day's usage (`usage_daily` and its rollups) in the same transaction.
  *
  * - An increase is charged once: `counted_micro_usd` moves up to the reported cost with the charge.
  * - A post older (`updated_at`) than the newest that reported the usage changes nothing.

@@ -6,6 +6,7 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { postEvents } from '../helpers/webhook.ts';
+import { usageRollupsBackfill } from '../../src/db/migrations/Migration20261127136000_usage_rollups.ts';
 
 /**
  * GET /api/billing/usage: the agent-server's ConversationInfo fixture (software-agent-sdk's
@@ -75,6 +76,7 @@ describe('GET /api/billing/usage', () => {
   const receivedDaysAgo = async (conversationId: string, days: number) => {
     await sql(`update spend_entries set charged_at = charged_at - make_interval(days => ?) where conversation_id = ?`, [days, conversationId]);
     await sql(`update usage_daily set day = day - ? where conversation_id = ?`, [days, conversationId]);
+    await sql(usageRollupsBackfill()); // the rollups as the migration builds them from usage_daily
   };
 
   /**
@@ -234,5 +236,119 @@ describe('GET /api/billing/usage', () => {
     const report = await usage('group_by=conversation');
     expect(report.totals).to.include({ cost_micro_usd: 60_000, tokens_in: 4500, tokens_out: 450, llm_calls: 5 });
     expect((await credits()).spent_micro_usd).to.equal(60_000);
+  });
+
+  describe('the rollups the ConversationInfo post keeps (days, models, conversations)', () => {
+    /** Every rollup row, in a fixed order, as text. */
+    const rollups = async () => ({
+      days: await sql('select owner_id::text, day::text, prev_day::text, conversations::text, cost_micro_usd::text, tokens_in::text, tokens_out::text, llm_calls::text from usage_owner_days order by 1, 2, 3'),
+      models: await sql('select owner_id::text, day::text, model_name, prev_day::text, conversations::text, cost_micro_usd::text, tokens_in::text, llm_calls::text from usage_model_days order by 1, 2, 3, 4'),
+      conversations: await sql('select conversation_id::text, owner_id::text, first_day::text, last_day::text, prev_day::text, cost_micro_usd::text, tokens_in::text, tokens_out::text, llm_calls::text from usage_conversations order by 1'),
+      conversationModels: await sql('select conversation_id::text, model_name, last_day::text, prev_day::text from usage_conversation_models order by 1, 2'),
+    });
+    const daysAgo = (days: number) => dayOf(today() - days * DAY_MS);
+    const tomorrow = () => daysAgo(-1);
+
+    /**
+     * X: Claude 5 days ago, Claude and Mini 2 days ago, Claude today (the post's statement finding its
+     * previous days each time); Y: Mini 5 days ago only; Z: Claude today. Returns [x, y, z].
+     */
+    async function threeConversationsOverDays(): Promise<[string, string, string]> {
+      const [x, y, z] = [randomUUID(), randomUUID(), randomUUID()];
+      await post(conversationInfo(x, at(100), { agent: [CLAUDE, 0.5, 5000, 500, 5] }, 'Long one')).expect(201);
+      await post(conversationInfo(y, at(100), { agent: [MINI, 0.25, 2500, 250, 2] }, 'Old one')).expect(201);
+      await receivedDaysAgo(x, 3);
+      await receivedDaysAgo(y, 5);
+      await post(conversationInfo(x, at(200), { agent: [CLAUDE, 0.6, 6000, 600, 6], condenser: [MINI, 0.001, 100, 10, 1] }, 'Long one')).expect(200);
+      await post(conversationInfo(x, at(250), { agent: [CLAUDE, 0.65, 6500, 650, 7], condenser: [MINI, 0.002, 200, 20, 2] }, 'Long one')).expect(200); // same day again
+      await receivedDaysAgo(x, 2); // 5 and 2 days ago
+      await post(conversationInfo(x, at(300), { agent: [CLAUDE, 0.7, 7000, 700, 8], condenser: [MINI, 0.002, 200, 20, 2] }, 'Long one')).expect(200);
+      await post(conversationInfo(z, at(100), { agent: [CLAUDE, 0.03, 300, 30, 1] }, 'New one')).expect(201);
+      return [x, y, z];
+    }
+
+    it('writes, post by post, exactly what the backfill builds from usage_daily', async () => {
+      const [x, , z] = await threeConversationsOverDays();
+      // Today again: X's second model grows (its last day was 2 days ago), Z grows on the same day.
+      await post(conversationInfo(x, at(400), { agent: [CLAUDE, 0.7, 7000, 700, 8], condenser: [MINI, 0.004, 300, 30, 3] }, 'Long one')).expect(200);
+      await post(conversationInfo(z, at(200), { agent: [CLAUDE, 0.04, 400, 40, 2] }, 'New one')).expect(200);
+      await post(conversationInfo(randomUUID(), at(100), { agent: [CLAUDE, 1, 10, 1, 1] }), other).expect(201);
+      const written = await rollups();
+      expect(written.days.length).to.be.greaterThan(3);
+      await sql(usageRollupsBackfill());
+      expect(await rollups()).to.deep.equal(written);
+    });
+
+    it('counts a conversation once per range however many days and models it used, and once per day', async () => {
+      const [x] = await threeConversationsOverDays();
+      const since = daysAgo(5);
+      const byDay = await usage(`group_by=day&since=${since}`);
+      expect(byDay.rows.map((row: Info) => [row.key, row.conversations, row.cost_micro_usd])).to.deep.equal([
+        [daysAgo(5), 2, 500_000 + 250_000],
+        [daysAgo(2), 1, 150_000 + 2_000],
+        [daysAgo(0), 2, 50_000 + 30_000],
+      ]);
+      expect(byDay.totals).to.include({ conversations: 3, cost_micro_usd: 982_000 });
+      // From 2 days ago: X (both days) and Z; Y is before the range.
+      for (const groupBy of GROUPINGS) expect((await usage(`group_by=${groupBy}&since=${daysAgo(2)}`)).totals, groupBy).to.include({ conversations: 2, cost_micro_usd: 232_000 });
+      // Today only: X and Z, each once.
+      expect((await usage(`group_by=member&since=${daysAgo(0)}`)).rows.map((row: Info) => row.conversations)).to.deep.equal([2]);
+      const byModel = await usage(`group_by=model&since=${since}`);
+      expect(byModel.rows.map((row: Info) => [row.key, row.conversations, row.cost_micro_usd, row.llm_calls])).to.deep.equal([
+        [CLAUDE, 2, 700_000 + 30_000, 8 + 1],
+        [MINI, 2, 250_000 + 2_000, 2 + 2],
+      ]);
+      const modelsFromYesterday = await usage(`group_by=model&since=${daysAgo(1)}`);
+      expect(modelsFromYesterday.rows.map((row: Info) => [row.key, row.conversations])).to.deep.equal([[CLAUDE, 2]]);
+      expect((await usage(`group_by=conversation&since=${since}`)).totals).to.include({ conversations: 3 });
+      expect(x).to.be.a('string');
+    });
+
+    it('sums a conversation within the range when it also used something before or after it', async () => {
+      const [x, y, z] = await threeConversationsOverDays();
+      const rows = async (query: string) => (await usage(`group_by=conversation&${query}`)).rows.map((row: Info) => [row.key, row.cost_micro_usd, row.tokens_in, row.llm_calls]);
+      // X straddles `since`: only today's part.
+      expect(await rows(`since=${daysAgo(1)}`)).to.deep.equal([
+        [x, 50_000, 500, 1],
+        [z, 30_000, 300, 1],
+      ]);
+      // X straddles `until`: what it used 5 and 2 days ago; Y inside.
+      expect(await rows(`since=${daysAgo(5)}&until=${daysAgo(0)}`)).to.deep.equal([
+        [x, 652_000, 6700, 9],
+        [y, 250_000, 2500, 2],
+      ]);
+      // X straddles both, with nothing of its own inside: not listed, not counted.
+      const gap = await usage(`group_by=conversation&since=${daysAgo(4)}&until=${daysAgo(2)}`);
+      expect(gap.rows).to.deep.equal([]);
+      expect(gap).to.deep.include({ group_count: 0, totals: { cost_usd: 0, cost_micro_usd: 0, tokens_in: 0, tokens_out: 0, conversations: 0, llm_calls: 0 } });
+      // Everything: the running totals, largest first, and the limit takes the largest across inside and straddling ones.
+      expect(await rows(`since=${daysAgo(5)}`)).to.deep.equal([
+        [x, 702_000, 7200, 10],
+        [y, 250_000, 2500, 2],
+        [z, 30_000, 300, 1],
+      ]);
+      expect(await rows(`since=${daysAgo(2)}&limit=1`)).to.deep.equal([[x, 202_000, 2200, 5]]);
+      expect(tomorrow()).to.equal((await usage('group_by=day')).until);
+    });
+
+    it('a restarted counter on a later day adds nothing, then counts the conversation on the day it grows again', async () => {
+      const id = randomUUID();
+      await post(conversationInfo(id, at(100), { agent: [CLAUDE, 0.05, 4000, 400, 4] })).expect(201);
+      await receivedDaysAgo(id, 3);
+      await post(conversationInfo(id, at(200), { agent: [CLAUDE, 0.01, 1000, 100, 1] })).expect(200); // restarted: nothing counted today
+      expect((await usage(`group_by=day&since=${daysAgo(3)}`)).rows.map((row: Info) => [row.key, row.conversations])).to.deep.equal([[daysAgo(3), 1]]);
+      await post(conversationInfo(id, at(300), { agent: [CLAUDE, 0.02, 1500, 150, 2] })).expect(200);
+      const byDay = await usage(`group_by=day&since=${daysAgo(3)}`);
+      expect(byDay.rows.map((row: Info) => [row.key, row.conversations, row.cost_micro_usd, row.tokens_in, row.llm_calls])).to.deep.equal([
+        [daysAgo(3), 1, 50_000, 4000, 4],
+        [daysAgo(0), 1, 10_000, 500, 1],
+      ]);
+      expect(byDay.totals).to.include({ conversations: 1, cost_micro_usd: 60_000 });
+      expect((await usage(`group_by=conversation&since=${daysAgo(0)}`)).rows.map((row: Info) => [row.key, row.cost_micro_usd])).to.deep.equal([[id, 10_000]]);
+      expect((await credits()).spent_micro_usd).to.equal(60_000);
+      const written = await rollups();
+      await sql(usageRollupsBackfill());
+      expect(await rollups()).to.deep.equal(written);
+    });
   });
 });

@@ -10,6 +10,7 @@ import { launchBrowserOrSkip } from '../helpers/browser.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { listenTestApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/hooks.ts';
+import { usageRollupsBackfill } from '../../src/db/migrations/Migration20261127136000_usage_rollups.ts';
 
 const require = createRequire(import.meta.url);
 const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
@@ -73,6 +74,7 @@ describe('console in a browser: the Usage page', function () {
     const connection = testDatabase().orm.em.getConnection();
     await connection.execute(`update spend_entries set charged_at = charged_at - make_interval(days => ?) where conversation_id = ?`, [days, conversationId]);
     await connection.execute(`update usage_daily set day = day - ? where conversation_id = ?`, [days, conversationId]);
+    await connection.execute(usageRollupsBackfill());
   }
 
   async function expectAccessible(): Promise<void> {
