@@ -49,7 +49,8 @@ async function main(): Promise<void> {
     built = await createApp({ config, logger, orm: database.orm, database });
     // A fresh clone has no built console: build it now so that the first page is not slow.
     if (!consoleIsBuilt()) logger.info({ ms: Math.round(await buildConsole()) }, 'console built');
-    // Listening first: a port taken meanwhile fails start-up before the delivery worker polls anything.
+    // Owed messages are made before the first request is served (the port was checked before the database).
+    if (config.outboundWebhooks.worker) await built.deliveryWorker.start();
     server = await listen(built.app, config);
   } catch (error) {
     await database.close();
@@ -60,7 +61,6 @@ async function main(): Promise<void> {
   const url = listeningUrl(config.host, port);
   logger.info({ url, docs: `${url}/docs`, database: config.database.kind }, `listening on ${url} — API reference: ${url}/docs`);
   try {
-    if (config.outboundWebhooks.worker) await built.deliveryWorker.start();
     await built.rateLimitInstances.start();
     if (config.search.indexer) built.searchIndexer.start();
   } catch (error) {

@@ -59,7 +59,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     refusals: new RefusalService(orm.em),
     shares: new ShareService(orm.em, conversations, { enabled: config.sharingEnabled, publicBaseUrl: config.billing.publicBaseUrl }),
     search: new SearchService(orm.em),
-    searchIndexer: new SearchIndexer(orm.em, config.search, logger),
+    searchIndexer: new SearchIndexer(orm.em, config.search, logger, metrics.outageObserver, ingestPressure),
     identity: new IdentityService(orm.em),
     conversationInfos: new ConversationInfoService(orm.em, logger, (outcome) => observeSpend(outcome, metrics, logger)),
     spend: new SpendService(orm.em),

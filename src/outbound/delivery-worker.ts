@@ -49,9 +49,9 @@ export class DeliveryWorker {
   ) {
     this.gate = new OutboundGate(pressure);
     this.deliverer = new Deliverer(em, queue, box, config, log, observer);
-    this.recovery = new RecoveryRunner(em, queue, new AttemptMaker(box, config, log), this.gate, config, log);
     this.queueOutage = new OutageLog('webhook queue', 'fetches failed', log, outageObserver);
     this.fanOutOutage = new OutageLog('webhook fan-out', 'runs failed', log, outageObserver);
+    this.recovery = new RecoveryRunner(em, queue, new AttemptMaker(box, config, log), this.gate, config, log, this.fanOutOutage);
   }
 
   /** Seconds after which an attempt's job that was not completed (its process died) is handed out again. */

@@ -1,6 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { OutboundWebhookConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
+import type { OutageLog } from '../observability/outage-log.ts';
 import type { AttemptMaker } from './attempt.ts';
 import { recordAttempts } from './attempt-record.ts';
 import type { OutboundGate } from './ingest-pressure.ts';
@@ -38,6 +40,8 @@ export class RecoveryRunner {
     private readonly gate: OutboundGate,
     private readonly config: OutboundWebhookConfig,
     private readonly log: Logger,
+    /** The fan-out's outage log: both poll the same database on the same timer. */
+    private readonly outage?: OutageLog,
   ) {}
 
   /** A lease outlives one attempt and its record. */
@@ -48,7 +52,10 @@ export class RecoveryRunner {
   /** Starts a task no worker holds, unless this instance runs one already. */
   poll(running: () => boolean): void {
     this.current ??= this.runClaimed(running)
-      .catch((error: unknown) => this.log.error({ err: error }, 'webhook recovery failed'))
+      .catch((error: unknown) => {
+        if (this.outage && isDatabaseUnavailable(error)) this.outage.failed(error);
+        else this.log.error({ err: error }, 'webhook recovery failed');
+      })
       .finally(() => (this.current = undefined));
   }
 

@@ -1,6 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SearchConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
+import { OutageLog, type OutageObserver } from '../observability/outage-log.ts';
+import { MAX_REST_MS, REST_FACTOR, type IngestPressure } from '../outbound/ingest-pressure.ts';
 import * as queries from './queries.ts';
 import { eventText, indexVector } from './text.ts';
 
@@ -10,6 +13,10 @@ export const SEARCH_INDEXER_LOCK_ID = 7_240_135;
 /** Conversations taken per transaction at most, and events of one conversation. */
 const CONVERSATIONS_PER_CYCLE = 200;
 const EVENTS_PER_CONVERSATION = 500;
+/** Events of a cycle while ingestion is busy: a short unit, followed by a rest 19 times as long. */
+const BUSY_CYCLE_EVENTS = 200;
+/** Events extracted between two turns of the event loop: requests are answered while a cycle works. */
+const EVENTS_PER_TURN = 50;
 
 export interface IndexCycle {
   /** Another instance held the lock: this one did nothing. */
@@ -31,26 +38,41 @@ export class SearchIndexer {
   /** Where the next cycle starts in id order, so a busy conversation cannot starve the others. */
   private resumeAfter: string | null = null;
 
+  /** A database outage is one line when it starts and one when it ends, not one per failed cycle. */
+  private readonly outage: OutageLog;
+
   constructor(
     private readonly em: EntityManager,
     private readonly config: Pick<SearchConfig, 'intervalMs' | 'batchEvents'>,
     private readonly log: Logger,
-  ) {}
+    outageObserver?: OutageObserver,
+    /** Indexing yields to ingestion as delivery does: the webhook's answers come first. */
+    private readonly pressure?: IngestPressure,
+  ) {
+    this.outage = new OutageLog('search indexer', 'cycles failed', log, outageObserver);
+  }
 
   /** Indexes until `stop()`: at once while there is work, every `intervalMs` when there was none. */
   start(): void {
     this.stopped = false;
     const schedule = (delay: number) => {
       this.timer = setTimeout(() => {
-        this.running = this.indexOnce()
-          .then((cycle) => cycle.events > 0 && !cycle.skipped)
+        const busy = this.pressure?.busy() ?? false;
+        const started = performance.now();
+        this.running = this.indexOnce(busy ? Math.min(BUSY_CYCLE_EVENTS, this.config.batchEvents) : this.config.batchEvents)
+          .then((cycle) => {
+            this.outage.succeeded();
+            return cycle.events > 0 && !cycle.skipped;
+          })
           .catch((error: unknown) => {
-            this.log.error({ err: error }, 'search indexing failed');
+            if (isDatabaseUnavailable(error)) this.outage.failed(error);
+            else this.log.error({ err: error }, 'search indexing failed');
             return false;
           })
-          .then((busy) => {
+          .then((worked) => {
             this.running = undefined;
-            if (!this.stopped) schedule(busy ? 0 : this.config.intervalMs);
+            const rest = this.pressure?.busy() ? Math.min(MAX_REST_MS, (performance.now() - started) * REST_FACTOR) : 0;
+            if (!this.stopped) schedule(worked ? rest : Math.max(rest, this.config.intervalMs));
           });
       }, delay);
     };
@@ -61,17 +83,18 @@ export class SearchIndexer {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.outage.close();
     await this.running;
   }
 
   /** One transaction: up to `batchEvents` events indexed and their marks moved, unless another instance is indexing. */
-  async indexOnce(): Promise<IndexCycle> {
+  async indexOnce(batchEvents = this.config.batchEvents): Promise<IndexCycle> {
     return this.em.getConnection().getKnex().transaction(async (trx) => {
       if (!(await queries.tryLockIndexer(trx, SEARCH_INDEXER_LOCK_ID))) return { skipped: true, conversations: 0, events: 0 };
-      const perConversation = Math.min(EVENTS_PER_CONVERSATION, this.config.batchEvents);
+      const perConversation = Math.min(EVENTS_PER_CONVERSATION, batchEvents);
       const ranges = await queries.pendingRanges(trx, this.resumeAfter, CONVERSATIONS_PER_CYCLE, perConversation);
       const taken: queries.PendingRange[] = [];
-      let budget = this.config.batchEvents;
+      let budget = batchEvents;
       for (const range of ranges) {
         if (budget <= 0) break;
         const to = Math.min(range.to_seq, range.from_seq + budget - 1);
@@ -85,7 +108,8 @@ export class SearchIndexer {
       const events = await queries.pendingEvents(trx, taken);
       const owners = new Map(taken.map((range) => [range.id, range.owner_id]));
       const rows: queries.IndexRows = { conversationIds: [], seqs: [], owners: [], kinds: [], sources: [], eventTimes: [], lexemes: [] };
-      for (const event of events) {
+      for (const [i, event] of events.entries()) {
+        if (i > 0 && i % EVENTS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
         const lexemes = indexVector(textOfPayload(event.payload));
         rows.conversationIds.push(event.conversation_id);
         rows.seqs.push(event.seq);

@@ -3,6 +3,8 @@ import { expect } from 'chai';
 import { testConfig } from '../helpers/hooks.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
+import { minimalEvent } from '../fixtures/events.ts';
+import { postEvents } from '../helpers/webhook.ts';
 import { credentialHeaders, fillPath, schemesOf, specOperations, TEST_METRICS_TOKEN, type SpecOperation } from '../helpers/spec-operations.ts';
 
 /**
@@ -41,6 +43,15 @@ describe('x-browser-page operations ignore query parameters they do not declare'
         values.session_id = new URL(created.body.redirect_url).pathname.split('/').pop()!;
       } else if (parameter.name === 'conversation_id') {
         values.conversation_id = randomUUID();
+      } else if (parameter.name === 'token') {
+        const conversationId = randomUUID();
+        await postEvents(client, user.sessionApiKey, conversationId, [minimalEvent('MessageEvent')]).expect(200);
+        const link = await client.request
+          .post(`/api/v1/conversations/${conversationId}/share-links`)
+          .set('X-Access-Token', user.accessToken)
+          .send({})
+          .expect(201);
+        values.token = new URL(link.body.url).pathname.split('/').pop()!;
       } else {
         throw new Error(`no value for ${operation.operationId}'s path parameter ${parameter.name}: add one here`);
       }
@@ -64,6 +75,8 @@ describe('x-browser-page operations ignore query parameters they do not declare'
       'confirmCheckout',
       'cancelCheckout',
       'getLiveConversationPage',
+      'getSharePage',
+      'getShareScript',
     ]);
   });
 

@@ -169,7 +169,7 @@ describe('console in a browser (headless Chromium)', function () {
     await page.keyboard.press('Enter');
     expect(await page.evaluate(() => document.activeElement?.id)).to.equal('main');
     // Through the search form's fields to the first conversation.
-    for (let i = 0; i < 10 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Reached by keyboard'; i++) await page.keyboard.press('Tab');
+    for (let i = 0; i < 20 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Reached by keyboard'; i++) await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.textContent)).to.equal('Reached by keyboard');
     await page.keyboard.press('Enter');
     await page.locator('#conversation-title', { hasText: 'Reached by keyboard' }).waitFor();

@@ -14,7 +14,7 @@ export function contentSearch(onActive: (active: boolean) => void, initial: stri
   });
   const form = h(
     'form',
-    { class: 'filters card', role: 'search', id: 'content-search' },
+    { class: 'filters card', role: 'search', id: 'content-search', 'aria-label': 'Inside conversations' },
     h('div', { class: 'grow' }, h('label', { for: 'content-q' }, 'Search inside conversations'), q),
     h('button', { type: 'submit', class: 'btn primary' }, 'Search inside'),
   );

@@ -202,7 +202,7 @@ export const conversationPage: Page = (main, route) => {
       result.textContent = `#${found.seq} · ${matches}`;
       await showEvent(found.seq);
     }
-    const form = h('form', { class: 'find-bar', role: 'search', id: 'find' }, input, previous, next, result);
+    const form = h('form', { class: 'find-bar', role: 'search', id: 'find', 'aria-label': 'Find in this conversation' }, input, previous, next, result);
     form.addEventListener('submit', (event) => {
       event.preventDefault();
       void go(true);

@@ -34,7 +34,7 @@ export const conversationsPage: Page = (main, route) => {
   );
   const form = h(
     'form',
-    { class: 'filters card', role: 'search', id: 'conversation-search' },
+    { class: 'filters card', role: 'search', id: 'conversation-search', 'aria-label': 'Conversations by title and status' },
     h('div', { class: 'grow' }, h('label', { for: 'search-q' }, 'Search'), q),
     h('div', null, h('label', { for: 'search-status' }, 'Status'), state),
     h('div', null, h('label', { for: 'search-since' }, 'Created since'), since),
