@@ -39,9 +39,9 @@ export const conversationPage: Page = (main, route) => {
   const started = h('dd', { id: 'started' }, '–');
   let conversation: Conversation | undefined;
   const outline = new Outline(rows, (seq) => void showEvent(seq));
-  // Made once: the header is rebuilt as the conversation changes, the find bar keeps its state.
+  // Made once and kept out of the header, which is rebuilt as the conversation changes: the find bar keeps its state.
   const find = findBar();
-  replace(main, header, problems, h('div', { class: 'viewer-body' }, outline.element, list.element));
+  replace(main, header, find, problems, h('div', { class: 'viewer-body' }, outline.element, list.element));
 
   function showHeader(shown: Conversation): void {
     conversation = shown;
@@ -65,7 +65,6 @@ export const conversationPage: Page = (main, route) => {
         h('div', null, h('dt', null, 'Last event'), lastEvent),
       ),
       conversation.delivery_refusals ? refusalBanner(conversation.delivery_refusals) : null,
-      find,
     );
     updateLiveFacts();
   }

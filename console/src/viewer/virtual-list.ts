@@ -180,7 +180,12 @@ export class VirtualList<T extends Keyed> {
     this.topSpacer.style.height = `${offsets[start]}px`;
     this.bottomSpacer.style.height = `${total - offsets[end]!}px`;
     const current = this.content.children;
-    if (current.length !== elements.length || elements.some((element, i) => current[i] !== element)) this.content.replaceChildren(...elements);
+    if (current.length !== elements.length || elements.some((element, i) => current[i] !== element)) {
+      // Moving a focused row out of the document and back would drop its focus (to the body).
+      const focused = document.activeElement instanceof HTMLElement && this.content.contains(document.activeElement) ? document.activeElement : undefined;
+      this.content.replaceChildren(...elements);
+      if (focused?.isConnected && document.activeElement !== focused) focused.focus({ preventScroll: true });
+    }
     for (const element of elements) {
       const key = element.dataset.key!;
       if (!this.heights.has(key)) this.heights.set(key, element.offsetHeight);
