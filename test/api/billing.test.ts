@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { testConfig, testDatabase } from '../helpers/hooks.ts';
-import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { createTestApp, RATE_LIMITS_OFF, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 
 const CREATE = '/api/billing/create-checkout-session';
@@ -37,6 +37,8 @@ describe('billing: E4 and the local checkout', () => {
   before(async () => {
     client = await createTestApp({
       billing: { ...testConfig().billing, provider: 'local', maxAmountUsd: MAX_AMOUNT, publicBaseUrl: BASE_URL, sessionTtlMinutes: 45 },
+      // The checkout pages carry no credential: this file's many confirms and cancels would share 127.0.0.1's writes bucket.
+      rateLimits: RATE_LIMITS_OFF,
     });
   });
   beforeEach(async () => {
