@@ -1,7 +1,8 @@
 /**
  * `node --import tsx scripts/lib/orphan-reaper.ts <pid>… -- <NAME>=<value>`: waits until any of the
  * pids is gone, then stops every process whose environment holds `NAME=value` (SIGTERM, SIGKILL
- * after 10 s) and the pids still alive, and exits. The test run starts one, detached, so that the
+ * after 10 s) and the first pid if it is still alive, and exits. The other pids are only watched: a
+ * launcher whose child ended exits by itself, with the child's status, and must not be signalled. The test run starts one, detached, so that the
  * servers, PostgreSQL clusters and CLIs its tests start die with it even when mocha is SIGKILLed,
  * which runs no handler of its own.
  */
@@ -23,7 +24,7 @@ function signal(pids: number[], name: NodeJS.Signals): void {
 async function reapWhenGone(watched: number[], name: string, value: string): Promise<void> {
   while (watched.every(isRunning)) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   const started = processesWithEnv(name, value);
-  const all = () => [...new Set([...watched.filter(isRunning), ...processesWithEnv(name, value)])];
+  const all = () => [...new Set([...watched.slice(0, 1).filter(isRunning), ...processesWithEnv(name, value)])];
   // SIGTERM first: a server stops its embedded PostgreSQL, a cluster checkpoints.
   signal(all(), 'SIGTERM');
   const deadline = Date.now() + GRACE_MS;

@@ -79,6 +79,25 @@ export const TABLES = [
   'users',
 ];
 
+const DEADLOCK = '40P01';
+
+/**
+ * Empties every table. A server of an earlier test may still be stopping on the same database, and its
+ * transaction can lock the tables in another order than the truncate does: PostgreSQL then cancels one of
+ * the two, so a deadlock is tried again.
+ */
+async function truncateAll(): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await testDatabase().orm.em.getConnection().execute(`truncate ${TABLES.join(', ')} restart identity cascade`);
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== DEADLOCK || attempt === 5) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+}
+
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
     this.timeout(60_000);
@@ -86,7 +105,7 @@ export const mochaHooks = {
     await recreateSchema(database);
   },
   async beforeEach() {
-    await testDatabase().orm.em.getConnection().execute(`truncate ${TABLES.join(', ')} restart identity cascade`);
+    await truncateAll();
     // Delivery jobs of earlier tests would name messages that no longer exist.
     await testDatabase().orm.em.getConnection().execute(`delete from pgboss.job`);
   },

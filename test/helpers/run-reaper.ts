@@ -25,6 +25,7 @@ function commandLineOf(pid: number): string {
 const runId = `${process.pid}-${randomBytes(6).toString('hex')}`;
 process.env[TEST_RUN_ENV] = runId;
 // Given node options (.mocharc's import=tsx), mocha runs the tests in a child process: either dying ends the run.
+// This process comes first, the one the reaper stops; the launcher is only watched (it exits with our status).
 const watched = [process.pid, ...(commandLineOf(process.ppid).includes('mocha') ? [process.ppid] : [])];
 const reaperEnv: NodeJS.ProcessEnv = { ...process.env };
 delete reaperEnv[TEST_RUN_ENV];
