@@ -1,43 +1,24 @@
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
-import { launchBrowserOrSkip } from '../helpers/browser.ts';
-import { listenTestApp } from '../helpers/app.ts';
+import type { Page } from 'playwright-core';
+import { browserSuite } from '../helpers/browser.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 
 /** The local checkout as a person uses it: headless Chromium against a real listening server. */
 describe('local checkout in a browser (headless Chromium)', function () {
   this.timeout(60_000);
-  let browser: Browser;
-  let listening: Awaited<ReturnType<typeof listenTestApp>> | undefined;
-  let baseUrl: string;
+  // A page that fails to load any resource is an error here too.
+  const suite = browserSuite({ buildConsole: false, failedLoads: true });
   let user: UserFixture;
   let page: Page;
-  const consoleErrors: string[] = [];
 
-  before(async function () {
-    browser = await launchBrowserOrSkip(this);
-    listening = await listenTestApp();
-    baseUrl = listening.baseUrl;
-  });
-  after(async () => {
-    await browser?.close();
-    await listening?.close();
-  });
   beforeEach(async () => {
     user = await createUserFixture();
-    page = await browser.newPage();
-    consoleErrors.length = 0;
-    page.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(message.text());
-    });
-  });
-  afterEach(async () => {
-    await page?.close();
+    page = await suite.newPage();
   });
 
   async function startCheckout(amount: number): Promise<string> {
-    const response = await fetch(`${baseUrl}/api/billing/create-checkout-session`, {
+    const response = await fetch(`${suite.baseUrl}/api/billing/create-checkout-session`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Access-Token': user.accessToken },
       body: JSON.stringify({ amount }),
@@ -47,14 +28,14 @@ describe('local checkout in a browser (headless Chromium)', function () {
   }
 
   async function balance(): Promise<number> {
-    const response = await fetch(`${baseUrl}/api/billing/credits`, { headers: { 'X-Access-Token': user.accessToken } });
+    const response = await fetch(`${suite.baseUrl}/api/billing/credits`, { headers: { 'X-Access-Token': user.accessToken } });
     return ((await response.json()) as { balance_usd: number }).balance_usd;
   }
 
   it('Confirm payment credits the balance and shows the payment as completed', async () => {
     const redirectUrl = await startCheckout(42);
     // A second tab with the same page, still showing the buttons when the first confirms.
-    const stale = await browser.newPage();
+    const stale = await suite.newPage();
     await stale.goto(redirectUrl);
     await page.goto(redirectUrl);
     expect(await page.textContent('h1')).to.include('$42.00');
@@ -66,9 +47,8 @@ describe('local checkout in a browser (headless Chromium)', function () {
     // Confirming again from the stale tab shows the same completed payment and credits nothing more.
     await Promise.all([stale.waitForURL(redirectUrl), stale.click('#confirm')]);
     expect(await stale.getAttribute('.state', 'data-status')).to.equal('completed');
-    await stale.close();
     expect(await balance()).to.equal(42);
-    expect(consoleErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('a double click on Confirm credits once', async () => {
@@ -89,6 +69,6 @@ describe('local checkout in a browser (headless Chromium)', function () {
     await Promise.all([page.waitForURL(redirectUrl), page.click('#cancel')]);
     expect(await page.getAttribute('.state', 'data-status')).to.equal('cancelled');
     expect(await balance()).to.equal(0);
-    expect(consoleErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 });

@@ -1,51 +1,29 @@
 /// <reference lib="dom" />
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
-import { buildConsole } from '../../src/console/bundle.ts';
+import type { Page } from 'playwright-core';
 import { createLogger } from '../../src/logger.ts';
 import { SearchIndexer } from '../../src/search/indexer.ts';
 import { minimalEvent } from '../fixtures/events.ts';
-import { launchBrowserOrSkip } from '../helpers/browser.ts';
+import { browserSuite, photograph } from '../helpers/browser.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
-import { listenTestApp } from '../helpers/app.ts';
 import { testConfig, testDatabase } from '../helpers/hooks.ts';
 import { webhookPath } from '../helpers/webhook.ts';
-
-const SCREENSHOTS = path.join(import.meta.dirname, '..', '..', 'test-results', 'screenshots');
 
 /** The console's search inside conversations, in headless Chromium: grouped hits, marked matches, opening the viewer. */
 describe('console in a browser: search inside conversations', function () {
   this.timeout(120_000);
-  let browser: Browser;
-  let listening: Awaited<ReturnType<typeof listenTestApp>> | undefined;
+  const suite = browserSuite();
   let user: UserFixture;
   let page: Page;
-  const pageErrors: string[] = [];
 
-  before(async function () {
-    browser = await launchBrowserOrSkip(this);
-    await buildConsole();
-    listening = await listenTestApp();
-  });
-  after(async () => {
-    await browser?.close();
-    await listening?.liveStreams.close();
-    await listening?.close();
-  });
   beforeEach(async () => {
     user = await createUserFixture();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    pageErrors.length = 0;
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
-  });
-  afterEach(async () => {
-    await page?.close();
+    page = await suite.newPage();
   });
 
   async function post(conversationId: string, events: unknown[], title: string): Promise<void> {
-    const base = listening!.baseUrl;
+    const base = suite.baseUrl;
     const headers = { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey };
     const response = await fetch(`${base}${webhookPath(conversationId)}`, { method: 'POST', headers, body: JSON.stringify(events) });
     expect(response.status, await response.clone().text()).to.equal(200);
@@ -54,17 +32,6 @@ describe('console in a browser: search inside conversations', function () {
   }
   const message = (text: string, source: 'user' | 'agent' = 'agent') =>
     minimalEvent('MessageEvent', { id: randomUUID(), source, llm_message: { role: source === 'user' ? 'user' : 'assistant', content: [{ type: 'text', text }] } });
-
-  async function photograph(name: string): Promise<void> {
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-1280.png`), fullPage: true });
-    await page.emulateMedia({ colorScheme: 'dark' });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-1280-dark.png`) });
-    await page.emulateMedia({ colorScheme: 'light' });
-    await page.setViewportSize({ width: 375, height: 760 });
-    await page.waitForTimeout(100);
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-375.png`), fullPage: true });
-    await page.setViewportSize({ width: 1280, height: 800 });
-  }
 
   it('finds content, groups hits by conversation with marked matches as DOM nodes, and opens the viewer at the event', async () => {
     const upload = randomUUID();
@@ -81,10 +48,7 @@ describe('console in a browser: search inside conversations', function () {
     await post(parser, [message(hostile), message('Unrelated: the parser handles empty input')], 'Parser <script>alert(1)</script>');
     await new SearchIndexer(testDatabase().orm.em, testConfig().search, createLogger('silent')).catchUp();
 
-    await page.goto(`${listening!.baseUrl}/`);
-    await page.fill('#token', user.accessToken);
-    await page.click('#sign-in button[type=submit]');
-    await page.locator('#sign-out').waitFor();
+    await suite.signIn(page, user.accessToken);
     await page.fill('#content-q', 'econnreset');
     await page.click('#content-search button[type=submit]');
     await page.locator('#content-results .hit-group').nth(1).waitFor();
@@ -103,7 +67,7 @@ describe('console in a browser: search inside conversations', function () {
     expect(await page.evaluate(() => (window as unknown as { __owned?: number }).__owned)).to.equal(undefined);
     expect(await page.locator('#conversations').isVisible()).to.equal(false);
     expect(page.url()).to.include('content=econnreset');
-    await photograph('content-search');
+    await photograph(page, 'content-search');
 
     // The observation's hit opens the viewer at that event.
     await groups.nth(1).locator('.hit').nth(1).click();
@@ -126,16 +90,16 @@ describe('console in a browser: search inside conversations', function () {
     await page.fill('#find-q', 'upload');
     await page.click('#find-next');
     await page.locator('#find-status').filter({ hasText: '#3' }).waitFor();
-    await photograph('viewer-find');
+    await photograph(page, 'viewer-find');
 
     // Back to the list: an empty search box shows the conversations again.
-    await page.goto(`${listening!.baseUrl}/#/conversations?content=${encodeURIComponent('"upload test"')}`);
+    await page.goto(`${suite.baseUrl}/#/conversations?content=${encodeURIComponent('"upload test"')}`);
     await page.locator('#content-results .hit').first().waitFor();
     expect(await page.locator('#content-results mark').allTextContents()).to.deep.equal(['upload test']);
     await page.fill('#content-q', '');
     await page.click('#content-search button[type=submit]');
     await page.locator('#conversations').waitFor();
     expect(await page.locator('#content-results').isVisible()).to.equal(false);
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 });

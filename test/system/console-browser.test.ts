@@ -4,21 +4,16 @@
 import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import { parse } from 'yaml';
-import type { Browser, Page } from 'playwright-core';
-import { buildConsole } from '../../src/console/bundle.ts';
+import type { Page } from 'playwright-core';
 import { minimalEvent } from '../fixtures/events.ts';
-import { launchBrowserOrSkip } from '../helpers/browser.ts';
+import { browserSuite, expectAccessible, expectFitsPhone, photograph, SCREENSHOTS } from '../helpers/browser.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
-import { listenTestApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { rememberSecret } from '../helpers/secret-scan.ts';
 import { webhookPath } from '../helpers/webhook.ts';
 
-const require = createRequire(import.meta.url);
-const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 /** One event of each SDK class, as the agent-server sends them (see fixtures/agent-server/generator). */
 const SDK_EVENTS = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, '..', 'fixtures', 'agent-server', 'events.json'), 'utf8')) as Record<string, unknown>[];
 /**
@@ -39,8 +34,6 @@ const CARD_OF_CLASS: Record<string, string> = {
 const ACTION_KINDS = (parse(fs.readFileSync(path.join(import.meta.dirname, '..', '..', 'spec', 'openapi.yaml'), 'utf8')) as { components: { schemas: { ActionKind: { enum: string[] } } } }).components.schemas.ActionKind.enum;
 /** A 1×1 PNG, as a browser tool's screenshot. */
 const PIXEL_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
-/** Screenshots for people to look at (ignored by git). */
-const SCREENSHOTS = path.join(import.meta.dirname, '..', '..', 'test-results', 'screenshots');
 
 /**
  * The web console as a person uses it: headless Chromium against a real listening server. Each
@@ -48,44 +41,17 @@ const SCREENSHOTS = path.join(import.meta.dirname, '..', '..', 'test-results', '
  */
 describe('console in a browser (headless Chromium)', function () {
   this.timeout(120_000);
-  let browser: Browser;
-  let listening: Awaited<ReturnType<typeof listenTestApp>> | undefined;
-  let baseUrl: string;
+  const suite = browserSuite();
   let user: UserFixture;
   let page: Page;
-  const pageErrors: string[] = [];
 
-  before(async function () {
-    browser = await launchBrowserOrSkip(this);
-    await buildConsole();
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    listening = await listenTestApp();
-    baseUrl = listening.baseUrl;
-  });
-  after(async () => {
-    await browser?.close();
-    if (listening) await listening.liveStreams.close();
-    await listening?.close();
-  });
   beforeEach(async () => {
     user = await createUserFixture();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    pageErrors.length = 0;
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
-    // Statuses the console handles (a wrong token's 401, the admin probe's 403) are not errors here;
-    // script errors, CSP violations and dialogs are.
-    page.on('console', (message) => message.type() === 'error' && !message.text().startsWith('Failed to load resource') && pageErrors.push(message.text()));
-    page.on('dialog', (dialog) => {
-      pageErrors.push(`dialog: ${dialog.message()}`);
-      void dialog.dismiss();
-    });
-  });
-  afterEach(async () => {
-    await page?.close();
+    page = await suite.newPage();
   });
 
   async function post(conversationId: string, events: unknown[], who = user): Promise<void> {
-    const response = await fetch(`${baseUrl}${webhookPath(conversationId)}`, {
+    const response = await fetch(`${suite.baseUrl}${webhookPath(conversationId)}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': who.sessionApiKey },
       body: JSON.stringify(events),
@@ -97,7 +63,7 @@ describe('console in a browser (headless Chromium)', function () {
   async function titled(conversationId: string, title: string, status = 'running', cost?: number): Promise<void> {
     const model = 'anthropic/claude-sonnet-4-5';
     const stats = cost === undefined ? undefined : { usage_to_metrics: { agent: { model_name: model, accumulated_cost: cost } } };
-    const response = await fetch(`${baseUrl}/api/v1/webhooks/conversations`, {
+    const response = await fetch(`${suite.baseUrl}/api/v1/webhooks/conversations`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
       body: JSON.stringify({ id: conversationId, title, execution_status: status, metrics: { model_name: model, accumulated_cost: cost ?? 0 }, stats }),
@@ -108,33 +74,26 @@ describe('console in a browser (headless Chromium)', function () {
   const message = (text: string, source: 'user' | 'agent' = 'user') =>
     minimalEvent('MessageEvent', { id: randomUUID(), source, llm_message: { role: source === 'user' ? 'user' : 'assistant', content: [{ type: 'text', text }] } });
 
-  async function signIn(token = user.accessToken, hash = ''): Promise<void> {
-    await page.goto(`${baseUrl}/${hash}`);
-    await page.fill('#token', token);
-    await page.click('#sign-in button[type=submit]');
-    await page.locator('#sign-out').waitFor();
-  }
+  const signIn = (token = user.accessToken, hash = '') => suite.signIn(page, token, hash);
 
-  /** axe-core's checks of the page as it is now (WCAG 2 A/AA and best practices). */
-  async function expectAccessible(): Promise<void> {
-    await page.evaluate(AXE_SOURCE);
-    const violations = await page.evaluate(async () => {
-      const axe = (globalThis as unknown as { axe: { run: (context: unknown, options: unknown) => Promise<{ violations: { id: string; nodes: { target: unknown }[] }[] }> } }).axe;
-      const result = await axe.run(document, { resultTypes: ['violations'] });
-      return result.violations.map((violation) => `${violation.id}: ${violation.nodes.map((node) => JSON.stringify(node.target)).join(', ')}`);
-    });
-    expect(violations).to.deep.equal([]);
-  }
-
-  /** The page is exactly as wide as a 375 px viewport (nothing overflows sideways), and passes axe there. */
-  async function expectFitsPhone(): Promise<void> {
-    await page.setViewportSize({ width: 375, height: 760 });
-    await page.waitForTimeout(150);
-    const widths = await page.evaluate(() => ({ document: document.documentElement.scrollWidth, viewport: window.innerWidth, body: document.body.scrollWidth }));
-    expect(widths.document, `document width at 375 px (${page.url()})`).to.equal(widths.viewport);
-    expect(widths.body).to.be.at.most(widths.viewport);
-    await expectAccessible();
-    await page.setViewportSize({ width: 1280, height: 800 });
+  /**
+   * A conversation of `count` messages (`event n`, user and agent taking turns): the first posted,
+   * the others written straight to the database, much faster than posting them.
+   */
+  async function longConversation(count: number): Promise<string> {
+    const conversationId = randomUUID();
+    await post(conversationId, [message('event 1')]);
+    const connection = testDatabase().orm.em.getConnection();
+    await connection.execute(
+      `insert into conversation_events (conversation_id, seq, event_id, kind, event_time, source, payload)
+       select ?, n, 'e' || n, 'MessageEvent', now(), case when n % 2 = 0 then 'agent' else 'user' end,
+         json_build_object('kind', 'MessageEvent', 'id', 'e' || n, 'source', case when n % 2 = 0 then 'agent' else 'user' end,
+           'llm_message', json_build_object('role', case when n % 2 = 0 then 'assistant' else 'user' end, 'content', json_build_array(json_build_object('type', 'text', 'text', 'event ' || n))))
+       from generate_series(2, ?) n`,
+      [conversationId, count],
+    );
+    await connection.execute('update conversations set event_count = ? where id = ?', [count, conversationId]);
+    return conversationId;
   }
 
   /** An action and its observation, for the viewer's cards. */
@@ -145,18 +104,6 @@ describe('console in a browser (headless Chromium)', function () {
     return [actionEvent, minimalEvent('ObservationEvent', { id: randomUUID(), action_id: id, tool_name: tool, observation })];
   }
   const text = (value: string) => [{ type: 'text', text: value }];
-
-  /** Screenshots at 1280 and 375 px wide, in light and dark. */
-  async function photograph(name: string): Promise<void> {
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-1280.png`), fullPage: true });
-    await page.emulateMedia({ colorScheme: 'dark' });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-1280-dark.png`) });
-    await page.emulateMedia({ colorScheme: 'light' });
-    await page.setViewportSize({ width: 375, height: 760 });
-    await page.waitForTimeout(100);
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-375.png`), fullPage: true });
-    await page.setViewportSize({ width: 1280, height: 800 });
-  }
 
   it('is usable by keyboard: skip link first, links and buttons reachable, Enter opens a conversation', async () => {
     const conversationId = randomUUID();
@@ -177,10 +124,10 @@ describe('console in a browser (headless Chromium)', function () {
 
   describe('GET /', () => {
     it('loads the console quickly (first load, cold cache)', async () => {
-      const context = await browser.newContext();
+      const context = await suite.browser.newContext();
       const fresh = await context.newPage();
       const started = Date.now();
-      await fresh.goto(`${baseUrl}/`);
+      await fresh.goto(`${suite.baseUrl}/`);
       await fresh.locator('#token').waitFor();
       const elapsed = Date.now() - started;
       const timing = await fresh.evaluate(() => {
@@ -195,16 +142,16 @@ describe('console in a browser (headless Chromium)', function () {
 
 
     it('serves the console page with a strict Content-Security-Policy and no inline script', async () => {
-      const response = await fetch(`${baseUrl}/`);
+      const response = await fetch(`${suite.baseUrl}/`);
       expect(response.status).to.equal(200);
       const csp = response.headers.get('content-security-policy')!;
       expect(csp).to.include("script-src 'self'").and.not.include('unsafe');
       const html = await response.text();
       expect(html).to.not.match(/<script(?![^>]*\bsrc=)[^>]*>/);
-      const script = await fetch(`${baseUrl}/console/console.js`);
+      const script = await fetch(`${suite.baseUrl}/console/console.js`);
       expect(script.status).to.equal(200);
       expect(script.headers.get('content-type')).to.match(/^text\/javascript/);
-      const styles = await fetch(`${baseUrl}/console/console.css`);
+      const styles = await fetch(`${suite.baseUrl}/console/console.css`);
       expect(styles.headers.get('content-type')).to.match(/^text\/css/);
     });
   });
@@ -213,9 +160,9 @@ describe('console in a browser (headless Chromium)', function () {
     const conversationId = randomUUID();
     await post(conversationId, [message('List the files')]);
     await titled(conversationId, 'List the repository files');
-    await page.goto(`${baseUrl}/`);
-    await expectAccessible();
-    await photograph('sign-in');
+    await page.goto(`${suite.baseUrl}/`);
+    await expectAccessible(page);
+    await photograph(page, 'sign-in');
     await page.fill('#token', 'apat_not-a-real-token');
     await page.click('#sign-in button[type=submit]');
     expect(await page.locator('.notice.error').textContent()).to.include('not valid');
@@ -225,13 +172,13 @@ describe('console in a browser (headless Chromium)', function () {
     await link.waitFor();
     expect(await page.locator('#conversations .badge').first().textContent()).to.equal('running');
     expect(await page.locator('button', { hasText: 'Load more' }).isVisible(), 'one page only').to.equal(false);
-    await expectAccessible();
-    await photograph('conversations');
+    await expectAccessible(page);
+    await photograph(page, 'conversations');
     expect(await page.evaluate(() => sessionStorage.length)).to.equal(1);
     await page.click('#sign-out');
     await page.locator('#token').waitFor();
     expect(await page.evaluate(() => sessionStorage.length)).to.equal(0);
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('returns to sign-in with a sentence when the token stops working (401)', async () => {
@@ -279,9 +226,9 @@ describe('console in a browser (headless Chromium)', function () {
     expect(await page.locator('.scroller').textContent()).to.not.include('"kind"');
     expect(await page.locator('.row.branch .branch-label').allTextContents()).to.deep.equal(['Branch 1 of 2', 'Branch 2 of 2']);
     await page.locator('.connection[data-state="live"]').waitFor();
-    await expectAccessible();
-    await photograph('conversation');
-    expect(pageErrors).to.deep.equal([]);
+    await expectAccessible(page);
+    await photograph(page, 'conversation');
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('draws a specific card for every action and observation class of the agent-server fixtures', async () => {
@@ -334,14 +281,14 @@ describe('console in a browser (headless Chromium)', function () {
     // The header: the duration of the run from the first event to the last.
     expect(await page.textContent('#run-duration')).to.equal('26 s');
     expect(await page.locator('.outline-entry').count()).to.equal(6);
-    await expectAccessible();
+    await expectAccessible(page);
     await edit.screenshot({ path: path.join(SCREENSHOTS, 'viewer-diff-1280.png') });
     await page.emulateMedia({ colorScheme: 'dark' });
     await edit.screenshot({ path: path.join(SCREENSHOTS, 'viewer-diff-1280-dark.png') });
     await page.emulateMedia({ colorScheme: 'light' });
     await page.setViewportSize({ width: 1280, height: 800 });
-    await photograph('viewer-sdk-classes');
-    expect(pageErrors).to.deep.equal([]);
+    await photograph(page, 'viewer-sdk-classes');
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('draws every action class of the contract and the other tool families from their own fields; an unknown class is folded raw JSON, as text', async () => {
@@ -413,26 +360,14 @@ describe('console in a browser (headless Chromium)', function () {
     expect(await unknown.locator('pre.raw').textContent()).to.include('"qubits": "<b>two</b>"');
     expect(await unknown.locator('b').count()).to.equal(0);
     expect(await page.locator('.row', { hasText: 'no time of its own' }).locator('time').getAttribute('data-source')).to.equal('received');
-    await expectAccessible();
+    await expectAccessible(page);
     await page.setViewportSize({ width: 1280, height: 800 });
-    await photograph('viewer-tool-families');
-    expect(pageErrors).to.deep.equal([]);
+    await photograph(page, 'viewer-tool-families');
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('opens at an event from its link, moves between steps with j and k, and jumps from the outline', async () => {
-    const conversationId = randomUUID();
-    await post(conversationId, [message('event 1')]);
-    await testDatabase()
-      .orm.em.getConnection()
-      .execute(
-        `insert into conversation_events (conversation_id, seq, event_id, kind, event_time, source, payload)
-         select ?, n, 'e' || n, 'MessageEvent', now(), 'user',
-           json_build_object('kind', 'MessageEvent', 'id', 'e' || n, 'source', 'user', 'timestamp', '2026-11-23T18:00:00',
-             'llm_message', json_build_object('role', 'user', 'content', json_build_array(json_build_object('type', 'text', 'text', 'event ' || n))))
-         from generate_series(2, 1500) n`,
-        [conversationId],
-      );
-    await testDatabase().orm.em.getConnection().execute('update conversations set event_count = 1500 where id = ?', [conversationId]);
+    const conversationId = await longConversation(1500);
     await signIn(user.accessToken, `#/conversations/${conversationId}/events/50`);
     await page.locator('.row.current[data-seq="50"]').waitFor();
     expect(await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.seq)).to.equal('50');
@@ -451,7 +386,7 @@ describe('console in a browser (headless Chromium)', function () {
     expect(await page.locator('.row[data-seq]').count(), 'rows in the DOM').to.be.below(200);
     await page.evaluate((id) => (location.hash = `#/conversations/${id}/events/9999`), conversationId);
     await page.locator('.notice.error', { hasText: 'Event #9999' }).waitFor();
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('updates the header live (events, last event, duration) and says it is receiving', async () => {
@@ -467,33 +402,33 @@ describe('console in a browser (headless Chromium)', function () {
     await page.locator('#run-duration', { hasText: '2 min 5 s' }).waitFor({ timeout: 5000 });
     expect(await page.locator('.idle-gap').allTextContents()).to.deep.equal(['idle 1 min 30 s', 'idle 35 s']);
     expect(await page.textContent('.facts')).to.include('$0.50');
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('fits a 375 px phone on every page (no sideways overflow) and passes axe on each', async () => {
     const admin = await createUserFixture({ superAdmin: true });
     const conversationId = randomUUID();
     await post(conversationId, SDK_EVENTS, admin);
-    await page.goto(`${baseUrl}/`);
-    await expectFitsPhone();
+    await page.goto(`${suite.baseUrl}/`);
+    await expectFitsPhone(page);
     await signIn(admin.accessToken);
     await page.locator('#conversations a').first().waitFor();
-    await expectFitsPhone();
+    await expectFitsPhone(page);
     await page.evaluate((id) => (location.hash = `#/conversations/${id}`), conversationId);
     await page.locator('.row[data-kind="ServerErrorEvent"]').waitFor();
-    await expectFitsPhone();
+    await expectFitsPhone(page);
     await page.evaluate(() => (location.hash = '#/account'));
     await page.fill('#key-name', 'phone');
     await page.click('#create-key button[type=submit]');
     rememberSecret((await page.locator('#new-secret').textContent())!);
     await page.locator('#spend-title').waitFor();
-    await expectFitsPhone();
+    await expectFitsPhone(page);
     await page.evaluate(() => (location.hash = '#/admin'));
     await page.locator('#users tbody tr').first().waitFor();
     await page.locator('#audit-log tbody tr').first().waitFor();
-    await expectFitsPhone();
-    await photograph('admin-phone');
-    expect(pageErrors).to.deep.equal([]);
+    await expectFitsPhone(page);
+    await photograph(page, 'admin-phone');
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('follows a conversation live: a delta is typed into a pending message, then events and status arrive', async () => {
@@ -507,7 +442,7 @@ describe('console in a browser (headless Chromium)', function () {
     await page.locator('.message.agent .text', { hasText: 'Hello there' }).waitFor({ timeout: 10_000 });
     expect(await page.locator('#pending').count()).to.equal(0);
     await page.locator('#live-status .badge[data-status="paused"]').waitFor({ timeout: 10_000 });
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('renders a hostile agent message inert and fast (<img onerror>, javascript: link, a 1 MB line)', async () => {
@@ -519,12 +454,9 @@ describe('console in a browser (headless Chromium)', function () {
       'A'.repeat(1024 * 1024),
     ].join('\n\n');
     await post(conversationId, [message(hostile, 'agent'), message('after the hostile one')]);
-    await page.goto(`${baseUrl}/`);
-    await page.fill('#token', user.accessToken);
-    await page.click('#sign-in button[type=submit]');
-    await page.locator('#sign-out').waitFor();
+    await signIn();
     const started = Date.now();
-    await page.goto(`${baseUrl}/#/conversations/${conversationId}`);
+    await page.goto(`${suite.baseUrl}/#/conversations/${conversationId}`);
     await page.locator('.message.user .text', { hasText: 'after the hostile one' }).waitFor();
     const elapsed = Date.now() - started;
     console.log(`      opened with the hostile message in ${elapsed} ms`);
@@ -543,27 +475,15 @@ describe('console in a browser (headless Chromium)', function () {
     await page.click('a:has-text("Download the whole message")');
     const file = await (await download).path();
     expect(fs.readFileSync(file, 'utf8')).to.equal(hostile);
-    await photograph('hostile');
-    expect(pageErrors).to.deep.equal([]);
+    await photograph(page, 'hostile');
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('opens a 100,000-event conversation at its newest events and pages back without freezing', async () => {
-    const conversationId = randomUUID();
-    await post(conversationId, [message('event 1')]);
-    await testDatabase()
-      .orm.em.getConnection()
-      .execute(
-        `insert into conversation_events (conversation_id, seq, event_id, kind, event_time, source, payload)
-         select ?, n, 'e' || n, 'MessageEvent', now(), case when n % 2 = 0 then 'agent' else 'user' end,
-           json_build_object('kind', 'MessageEvent', 'id', 'e' || n, 'source', case when n % 2 = 0 then 'agent' else 'user' end,
-             'llm_message', json_build_object('role', case when n % 2 = 0 then 'assistant' else 'user' end, 'content', json_build_array(json_build_object('type', 'text', 'text', 'event ' || n))))
-         from generate_series(2, 100000) n`,
-        [conversationId],
-      );
-    await testDatabase().orm.em.getConnection().execute('update conversations set event_count = 100000 where id = ?', [conversationId]);
+    const conversationId = await longConversation(100_000);
     await signIn();
     const started = Date.now();
-    await page.goto(`${baseUrl}/#/conversations/${conversationId}`);
+    await page.goto(`${suite.baseUrl}/#/conversations/${conversationId}`);
     await page.locator('.row[data-seq="100000"]').waitFor();
     const opened = Date.now() - started;
     expect(opened, 'opening at the newest events (ms)').to.be.below(10_000);
@@ -584,7 +504,7 @@ describe('console in a browser (headless Chromium)', function () {
     console.log(`      opened at event 100,000 in ${opened} ms; paged back to event ${oldest}; longest main-thread task ${Math.round(longest)} ms`);
     expect(longest, 'longest main-thread task while paging back (ms)').to.be.below(1000);
     expect(await page.locator('.row[data-seq]').count(), 'rows in the DOM').to.be.below(150);
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('buys credits through the local checkout and shows the new balance', async () => {
@@ -592,35 +512,35 @@ describe('console in a browser (headless Chromium)', function () {
     await page.locator('#balance').waitFor();
     expect(await page.textContent('#balance')).to.equal('$0.00');
     await page.locator('#spend-title').waitFor();
-    await expectAccessible();
-    await photograph('account');
+    await expectAccessible(page);
+    await photograph(page, 'account');
     await page.fill('#amount', '12');
     await Promise.all([page.waitForURL(/\/billing\/checkout\//), page.click('#buy-credits button')]);
     expect(await page.textContent('h1')).to.include('$12.00');
-    await expectFitsPhone();
-    await photograph('checkout');
+    await expectFitsPhone(page);
+    await photograph(page, 'checkout');
     await Promise.all([page.waitForLoadState(), page.click('#confirm')]);
     await page.locator('.state[data-status="completed"]').waitFor();
     expect(await page.textContent('.checkout')).to.not.include('expires');
-    await photograph('checkout-completed');
+    await photograph(page, 'checkout-completed');
     await page.click('a:has-text("Back to your account")');
     await page.locator('#balance', { hasText: '$12.00' }).waitFor();
     expect(await page.textContent('#purchased')).to.equal('$12.00');
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('shows an unknown checkout as an HTML 404 page', async () => {
-    const response = await page.goto(`${baseUrl}/billing/checkout/${randomUUID()}`);
+    const response = await page.goto(`${suite.baseUrl}/billing/checkout/${randomUUID()}`);
     expect(response!.status()).to.equal(404);
     expect(response!.headers()['content-type']).to.match(/^text\/html/);
     expect(await page.textContent('h1')).to.equal('Checkout not found');
-    await photograph('checkout-not-found');
+    await photograph(page, 'checkout-not-found');
   });
 
   it('redirects the old live page to the console viewer', async () => {
     const conversationId = randomUUID();
     await post(conversationId, [message('first')]);
-    const response = await fetch(`${baseUrl}/live/conversations/${conversationId}`, { redirect: 'manual' });
+    const response = await fetch(`${suite.baseUrl}/live/conversations/${conversationId}`, { redirect: 'manual' });
     expect(response.status).to.equal(302);
     expect(response.headers.get('location')).to.equal(`/#/conversations/${conversationId}`);
   });
@@ -641,7 +561,7 @@ describe('console in a browser (headless Chromium)', function () {
     await row.locator('button', { hasText: 'Issue first key' }).click();
     const secret = (await page.locator('#user-key-secret').textContent())!;
     rememberSecret(secret);
-    expect((await fetch(`${baseUrl}/api/v1/conversations`, { headers: { 'X-Access-Token': secret } })).status).to.equal(200);
+    expect((await fetch(`${suite.baseUrl}/api/v1/conversations`, { headers: { 'X-Access-Token': secret } })).status).to.equal(200);
     // Suspending asks first; Cancel leaves the user as they were.
     await row.locator('button', { hasText: 'Suspend' }).click();
     await row.locator('button', { hasText: 'Cancel' }).click();
@@ -660,9 +580,9 @@ describe('console in a browser (headless Chromium)', function () {
     await entry.waitFor();
     expect(await entry.textContent()).to.include(admin.email).and.include('ada@example.com');
     expect(await entry.locator('time').textContent()).to.not.include('\n');
-    await expectAccessible();
-    await photograph('admin');
-    expect(pageErrors).to.deep.equal([]);
+    await expectAccessible(page);
+    await photograph(page, 'admin');
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('shows a banner on a conversation whose batches were refused, and the ledger on the admin page with a replay that asks first', async () => {
@@ -671,7 +591,7 @@ describe('console in a browser (headless Chromium)', function () {
     await titled(conversationId, 'Fix the failing test');
     // A batch holding a kind this server does not know, as a newer agent-server sends it: refused (422), kept.
     const hostileKind = '<img src=x onerror=alert(1)>Event';
-    const refused = await fetch(`${baseUrl}${webhookPath(conversationId.replace(/-/g, ''))}`, {
+    const refused = await fetch(`${suite.baseUrl}${webhookPath(conversationId.replace(/-/g, ''))}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
       body: JSON.stringify([message('before'), { kind: hostileKind, id: randomUUID(), timestamp: '2026-11-27T08:00:00', source: 'environment' }]),
@@ -683,8 +603,8 @@ describe('console in a browser (headless Chromium)', function () {
     expect(await banner.textContent()).to.include('The server refused 1 batch of this conversation’s events').and.include(hostileKind);
     await banner.locator('summary').click();
     expect(await page.locator('#delivery-refusals img').count()).to.equal(0);
-    await expectAccessible();
-    await photograph('conversation-refusals');
+    await expectAccessible(page);
+    await photograph(page, 'conversation-refusals');
 
     const admin = await createUserFixture({ superAdmin: true });
     await page.evaluate(() => sessionStorage.clear());
@@ -693,14 +613,14 @@ describe('console in a browser (headless Chromium)', function () {
     await row.waitFor();
     expect(await row.textContent()).to.include('422').and.include('union_tag_invalid');
     await page.locator('#refused').scrollIntoViewIfNeeded();
-    await expectAccessible();
-    await photograph('admin-refused-deliveries');
+    await expectAccessible(page);
+    await photograph(page, 'admin-refused-deliveries');
     await row.locator('button.replay').click();
     expect(await row.locator('button.replay').textContent()).to.include('Confirm replay');
     await row.locator('button.replay').click();
     // Still invalid under the strict contract: refused again, said so, and the row stays replayable.
     await page.locator('#refused .notice.error', { hasText: 'was refused again' }).waitFor();
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('creates a key, shows its secret once with a copy button, and revokes it', async () => {
@@ -710,18 +630,18 @@ describe('console in a browser (headless Chromium)', function () {
     const secret = (await page.locator('#new-secret').textContent())!;
     rememberSecret(secret);
     expect(await page.locator('.secret-box button', { hasText: 'Copy' }).count()).to.equal(1);
-    const works = await fetch(`${baseUrl}/api/v1/conversations`, { headers: { 'X-Access-Token': secret } });
+    const works = await fetch(`${suite.baseUrl}/api/v1/conversations`, { headers: { 'X-Access-Token': secret } });
     expect(works.status).to.equal(200);
-    await expectAccessible();
-    await photograph('keys');
+    await expectAccessible(page);
+    await photograph(page, 'keys');
     const row = page.locator('#keys tbody tr', { hasText: 'laptop CLI' });
     await row.locator('button').click();
     await row.locator('button', { hasText: 'Confirm revoke' }).click();
     await row.waitFor({ state: 'detached' });
     expect(await page.locator('#new-secret').count(), 'the secret is not shown again').to.equal(0);
-    const refused = await fetch(`${baseUrl}/api/v1/conversations`, { headers: { 'X-Access-Token': secret } });
+    const refused = await fetch(`${suite.baseUrl}/api/v1/conversations`, { headers: { 'X-Access-Token': secret } });
     expect(refused.status).to.equal(401);
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('adds an outbound webhook endpoint (its signing secret shown once), sends a test, deletes it', async () => {
@@ -735,20 +655,20 @@ describe('console in a browser (headless Chromium)', function () {
     expect(await row.textContent()).to.include('team chat');
     await row.locator('button', { hasText: 'Send test' }).click();
     await page.locator('.notice', { hasText: 'Test message queued' }).waitFor();
-    await expectAccessible();
-    await photograph('account-endpoints');
+    await expectAccessible(page);
+    await photograph(page, 'account-endpoints');
     await page.locator('#endpoints tbody tr', { hasText: 'https://hooks.example.com/agents' }).locator('button', { hasText: 'Delete' }).click();
     await page.locator('.notice', { hasText: 'Endpoint deleted' }).waitFor();
     expect(await page.locator('#endpoints').count()).to.equal(0);
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('shows a webhook endpoint\'s health, its message log, a test send and a recovery\'s progress', async () => {
     const headers = { 'Content-Type': 'application/json', 'X-Access-Token': user.accessToken };
-    const created = await (await fetch(`${baseUrl}/api/v1/webhook-endpoints`, { method: 'POST', headers, body: JSON.stringify({ url: 'https://hooks.example.com/ops', description: 'on-call' }) })).json();
+    const created = await (await fetch(`${suite.baseUrl}/api/v1/webhook-endpoints`, { method: 'POST', headers, body: JSON.stringify({ url: 'https://hooks.example.com/ops', description: 'on-call' }) })).json();
     rememberSecret(created.secret);
     const sent: { id: string }[] = [];
-    for (let i = 0; i < 2; i++) sent.push(await (await fetch(`${baseUrl}/api/v1/webhook-endpoints/${created.id}/test`, { method: 'POST', headers })).json());
+    for (let i = 0; i < 2; i++) sent.push(await (await fetch(`${suite.baseUrl}/api/v1/webhook-endpoints/${created.id}/test`, { method: 'POST', headers })).json());
     // No worker runs here: the attempts are written as a receiver's outage and recovery would leave them.
     const sql = testDatabase().orm.em.getConnection();
     await sql.execute(
@@ -771,10 +691,10 @@ describe('console in a browser (headless Chromium)', function () {
     await page.locator('#endpoint-messages tbody tr').nth(2).waitFor();
     await page.click('#recover button[type=submit]');
     await page.locator('#recover-progress', { hasText: 'Recovery running: 0 of 1 sent' }).waitFor();
-    await expectAccessible();
-    await expectFitsPhone();
-    await photograph('webhook-endpoint');
-    expect(pageErrors).to.deep.equal([]);
+    await expectAccessible(page);
+    await expectFitsPhone(page);
+    await photograph(page, 'webhook-endpoint');
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('searches conversations by title and status; the filters stay in the URL', async () => {
@@ -797,12 +717,12 @@ describe('console in a browser (headless Chromium)', function () {
     await page.locator('#conversations tbody tr', { hasText: 'Write the docs' }).waitFor();
     await page.locator('#conversation-count', { hasText: '1 conversation' }).waitFor();
     expect(await page.locator('#conversations tbody tr').count()).to.equal(1);
-    await expectAccessible();
-    await photograph('search');
+    await expectAccessible(page);
+    await photograph(page, 'search');
     await page.reload();
     await page.locator('#conversations tbody tr', { hasText: 'Write the docs' }).waitFor();
     expect(await page.inputValue('#search-status')).to.equal('finished');
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('downloads a conversation as NDJSON and renames it', async () => {
@@ -819,6 +739,6 @@ describe('console in a browser (headless Chromium)', function () {
     await page.fill('#new-title', 'Exported once');
     await page.click('form.rename button[type=submit]');
     await page.locator('#conversation-title', { hasText: 'Exported once' }).waitFor();
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 });

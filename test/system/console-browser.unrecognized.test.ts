@@ -1,40 +1,21 @@
 /// <reference lib="dom" />
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
-import { buildConsole } from '../../src/console/bundle.ts';
-import { launchBrowserOrSkip } from '../helpers/browser.ts';
+import type { Page } from 'playwright-core';
+import { browserSuite } from '../helpers/browser.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
-import { listenTestApp } from '../helpers/app.ts';
 import { webhookPath } from '../helpers/webhook.ts';
 
 /** The console's conversation viewer, in headless Chromium, on a server running WEBHOOK_EVENT_COMPATIBILITY=accept-unknown. */
 describe('console in a browser: events the contract does not know (accept-unknown)', function () {
   this.timeout(120_000);
-  let browser: Browser;
-  let listening: Awaited<ReturnType<typeof listenTestApp>> | undefined;
+  const suite = browserSuite({ app: { webhookEventCompatibility: 'accept-unknown' } });
   let user: UserFixture;
   let page: Page;
-  const pageErrors: string[] = [];
 
-  before(async function () {
-    browser = await launchBrowserOrSkip(this);
-    await buildConsole();
-    listening = await listenTestApp({ webhookEventCompatibility: 'accept-unknown' });
-  });
-  after(async () => {
-    await browser?.close();
-    await listening?.liveStreams.close();
-    await listening?.close();
-  });
   beforeEach(async () => {
     user = await createUserFixture();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    pageErrors.length = 0;
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
-  });
-  afterEach(async () => {
-    await page?.close();
+    page = await suite.newPage();
   });
 
   it('shows an unknown kind as a folded raw JSON card with a badge, its content as text, never as HTML', async () => {
@@ -44,17 +25,14 @@ describe('console in a browser: events the contract does not know (accept-unknow
       { kind: 'ConversationForkedEvent', id: randomUUID(), source: 'environment', note: hostile },
       { kind: 'PauseEvent', id: randomUUID(), source: 'user', reason_code: hostile },
     ];
-    const response = await fetch(`${listening!.baseUrl}${webhookPath(conversationId)}`, {
+    const response = await fetch(`${suite.baseUrl}${webhookPath(conversationId)}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
       body: JSON.stringify(events),
     });
     expect(response.status, await response.clone().text()).to.equal(200);
-    await page.goto(`${listening!.baseUrl}/`);
-    await page.fill('#token', user.accessToken);
-    await page.click('#sign-in button[type=submit]');
-    await page.locator('#sign-out').waitFor();
-    await page.goto(`${listening!.baseUrl}/#/conversations/${conversationId}`);
+    await suite.signIn(page, user.accessToken);
+    await page.goto(`${suite.baseUrl}/#/conversations/${conversationId}`);
     const cards = page.locator('details.card.unrecognized');
     await cards.nth(1).waitFor();
     expect(await cards.count()).to.equal(2);
@@ -68,6 +46,6 @@ describe('console in a browser: events the contract does not know (accept-unknow
     expect(await page.locator('.scroller img, .scroller script').count()).to.equal(0);
     expect(await page.evaluate(() => (window as unknown as { __owned?: number }).__owned)).to.equal(undefined);
     expect(await page.locator('dl.facts').textContent()).to.include('Unrecognized');
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 });

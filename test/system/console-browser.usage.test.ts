@@ -1,51 +1,24 @@
 /// <reference lib="dom" />
-import fs from 'node:fs';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
-import { buildConsole } from '../../src/console/bundle.ts';
-import { launchBrowserOrSkip } from '../helpers/browser.ts';
+import type { Page } from 'playwright-core';
+import { browserSuite, expectAccessible, photograph } from '../helpers/browser.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
-import { listenTestApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { usageRollupsBackfill } from '../../src/db/migrations/Migration20261127136000_usage_rollups.ts';
 
-const require = createRequire(import.meta.url);
-const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-const SCREENSHOTS = path.join(import.meta.dirname, '..', '..', 'test-results', 'screenshots');
 const DAY_MS = 86_400_000;
 
 /** The console's Usage page in headless Chromium: charts, tables, the period switch, links to the viewer; axe, 1280 and 375 px, dark. */
 describe('console in a browser: the Usage page', function () {
   this.timeout(120_000);
-  let browser: Browser;
-  let listening: Awaited<ReturnType<typeof listenTestApp>> | undefined;
+  const suite = browserSuite();
   let user: UserFixture;
   let page: Page;
-  const pageErrors: string[] = [];
 
-  before(async function () {
-    browser = await launchBrowserOrSkip(this);
-    await buildConsole();
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    listening = await listenTestApp();
-  });
-  after(async () => {
-    await browser?.close();
-    await listening?.liveStreams.close();
-    await listening?.close();
-  });
   beforeEach(async () => {
     user = await createUserFixture();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    pageErrors.length = 0;
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
-    page.on('console', (message) => message.type() === 'error' && !message.text().startsWith('Failed to load resource') && pageErrors.push(message.text()));
-  });
-  afterEach(async () => {
-    await page?.close();
+    page = await suite.newPage();
   });
 
   /** Posts a conversation's info as the agent-server does: one usage per model with its cost (USD), tokens and calls. */
@@ -61,7 +34,7 @@ describe('console in a browser: the Usage page', function () {
         },
       ]),
     );
-    const response = await fetch(`${listening!.baseUrl}/api/v1/webhooks/conversations`, {
+    const response = await fetch(`${suite.baseUrl}/api/v1/webhooks/conversations`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': who.sessionApiKey },
       body: JSON.stringify({ id: conversationId, title, execution_status: 'finished', metrics: null, stats: { usage_to_metrics: usageToMetrics } }),
@@ -75,16 +48,6 @@ describe('console in a browser: the Usage page', function () {
     await connection.execute(`update spend_entries set charged_at = charged_at - make_interval(days => ?) where conversation_id = ?`, [days, conversationId]);
     await connection.execute(`update usage_daily set day = day - ? where conversation_id = ?`, [days, conversationId]);
     await connection.execute(usageRollupsBackfill());
-  }
-
-  async function expectAccessible(): Promise<void> {
-    await page.evaluate(AXE_SOURCE);
-    const violations = await page.evaluate(async () => {
-      const axe = (globalThis as unknown as { axe: { run: (context: unknown, options: unknown) => Promise<{ violations: { id: string; nodes: { target: unknown }[] }[] }> } }).axe;
-      const result = await axe.run(document, { resultTypes: ['violations'] });
-      return result.violations.map((violation) => `${violation.id}: ${violation.nodes.map((node) => JSON.stringify(node.target)).join(', ')}`);
-    });
-    expect(violations).to.deep.equal([]);
   }
 
   it('charts cost and tokens per day, lists the top models, members and conversations, and switches between 7, 30 and 90 days', async () => {
@@ -103,15 +66,12 @@ describe('console in a browser: the Usage page', function () {
     const someoneElse = await createUserFixture();
     await info(someoneElse, randomUUID(), 'Not yours', [['secret/model', 99, 1, 1, 1]]);
 
-    await page.goto(`${listening!.baseUrl}/`);
-    await page.fill('#token', user.accessToken);
-    await page.click('#sign-in button[type=submit]');
-    await page.locator('#sign-out').waitFor();
+    await suite.signIn(page, user.accessToken);
     await page.click('nav a[href="#/usage"]');
     await page.locator('#usage-total').waitFor();
     expect(page.url()).to.match(/#\/usage\?days=30$/);
 
-    const api = async (query: string) => (await (await fetch(`${listening!.baseUrl}/api/billing/usage?${query}`, { headers: { 'X-Access-Token': user.accessToken } })).json()) as { totals: { cost_usd: number; cost_micro_usd: number } };
+    const api = async (query: string) => (await (await fetch(`${suite.baseUrl}/api/billing/usage?${query}`, { headers: { 'X-Access-Token': user.accessToken } })).json()) as { totals: { cost_usd: number; cost_micro_usd: number } };
     const since30 = new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS - 29 * DAY_MS).toISOString().slice(0, 10);
     const month = await api(`since=${since30}`);
     expect(await page.locator('#usage-total .money').getAttribute('title')).to.equal(`${month.totals.cost_micro_usd.toLocaleString('en-US')} micro-dollars`);
@@ -130,23 +90,9 @@ describe('console in a browser: the Usage page', function () {
     expect(await top.getAttribute('href')).to.equal(`#/conversations/${parser}`);
     expect(await page.locator('#usage img').count()).to.equal(0);
     expect(await page.locator('body').textContent()).not.to.include('Not yours');
-    await expectAccessible();
+    await expectAccessible(page);
     await page.locator('#usage-chart-cost g.day').last().hover();
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'usage-1280.png'), fullPage: true });
-    await page.emulateMedia({ colorScheme: 'dark' });
-    await expectAccessible();
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'usage-1280-dark.png'), fullPage: true });
-    await page.emulateMedia({ colorScheme: 'light' });
-    await page.setViewportSize({ width: 375, height: 760 });
-    await page.waitForTimeout(150);
-    const widths = await page.evaluate(() => ({ document: document.documentElement.scrollWidth, viewport: window.innerWidth }));
-    expect(widths.document).to.equal(widths.viewport);
-    await expectAccessible();
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'usage-375.png'), fullPage: true });
-    await page.emulateMedia({ colorScheme: 'dark' });
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'usage-375-dark.png') });
-    await page.emulateMedia({ colorScheme: 'light' });
-    await page.setViewportSize({ width: 1280, height: 800 });
+    await photograph(page, 'usage', { checked: true });
 
     await page.click('.segmented button:has-text("90 days")');
     await page.waitForFunction(() => document.querySelectorAll('#usage-chart-cost g.day').length === 90);
@@ -163,6 +109,6 @@ describe('console in a browser: the Usage page', function () {
     await page.click(`#usage-conversations a[href="#/conversations/${parser}"]`);
     await page.waitForURL(`**/#/conversations/${parser}`);
     expect(await page.evaluate(() => (window as unknown as { __owned?: number }).__owned)).to.equal(undefined);
-    expect(pageErrors).to.deep.equal([]);
+    expect(suite.errors).to.deep.equal([]);
   });
 });

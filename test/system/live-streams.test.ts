@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { testDatabase } from '../helpers/hooks.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { minimalEvent } from '../fixtures/events.ts';
-import { launchBrowserOrSkip } from '../helpers/browser.ts';
+import { launchBrowserOrSkip, watchErrors } from '../helpers/browser.ts';
 import { openEventStream, SseParser, type EventStream, type SseMessage } from '../helpers/event-stream.ts';
 import { describeRun, killAllProcesses, startServerProcess, stopWith, waitFor, type ServerProcess } from '../helpers/server-process.ts';
 import { webhookPath } from '../helpers/webhook.ts';
@@ -356,8 +356,7 @@ describe('live conversation streams (two server instances)', function () {
       const conversationId = await newConversation();
       const page = await browser.newPage();
       const errors: string[] = [];
-      page.on('pageerror', (error) => errors.push(String(error)));
-      page.on('console', (entry) => entry.type() === 'error' && !entry.text().startsWith('Failed to load resource') && errors.push(entry.text()));
+      watchErrors(page, errors);
       await page.goto(`${b.baseUrl}/live/conversations/${conversationId}`);
       expect(page.url()).to.equal(`${b.baseUrl}/#/conversations/${conversationId}`);
       await page.fill('#token', owner.accessToken);

@@ -2,17 +2,12 @@ import { api, describeError, type Schemas } from '../api.ts';
 import { badge, h, money, notice, replace, time } from '../dom.ts';
 import type { Page } from '../main.ts';
 import { duration } from '../viewer/cards/common.ts';
+import { PAGE, ViewerFeed } from '../viewer/feed.ts';
 import { follow } from '../viewer/live.ts';
-import { Outline } from '../viewer/outline.ts';
-import { renderRow } from '../viewer/render.ts';
 import { sharePanel } from '../viewer/share-panel.ts';
-import { ConversationRows, type GapRow, type PendingRow, type Row, type StoredEvent } from '../viewer/rows.ts';
-import { VirtualList } from '../viewer/virtual-list.ts';
+import { ConversationRows, type StoredEvent } from '../viewer/rows.ts';
 
 type Conversation = Schemas['Conversation'];
-const PAGE = 100;
-/** Pages read at once when going back to a linked event far from the newest ones. */
-const SEEK_PAGE = 1000;
 
 /**
  * One conversation: a header (title, live status, cost, model, times) and its events rendered as a
@@ -24,10 +19,7 @@ export const conversationPage: Page = (main, route) => {
   let stopped = false;
   let stopLive: (() => void) | undefined;
   const rows = new ConversationRows(id);
-  const older: GapRow = { key: 'older', type: 'older', state: 'more' };
-  let pending: PendingRow | undefined;
-
-  const list: VirtualList<Row> = new VirtualList<Row>((row) => renderRow(row, rows, () => void loadOlder()), () => void loadOlder(), 'Conversation events');
+  const feed = new ViewerFeed(rows, eventsBefore, () => updateLiveFacts());
   const header = h('header', { class: 'conversation-head' });
   const connection = h('span', { class: 'connection', role: 'status', 'data-state': 'connecting' }, 'Connecting…');
   const status = h('span', { id: 'live-status' });
@@ -38,10 +30,9 @@ export const conversationPage: Page = (main, route) => {
   const runTime = h('dd', { id: 'run-duration' }, '–');
   const started = h('dd', { id: 'started' }, '–');
   let conversation: Conversation | undefined;
-  const outline = new Outline(rows, (seq) => void showEvent(seq));
   // Made once and kept out of the header, which is rebuilt as the conversation changes: the find bar keeps its state.
   const find = findBar();
-  replace(main, header, find, problems, h('div', { class: 'viewer-body' }, outline.element, list.element));
+  replace(main, header, find, problems, h('div', { class: 'viewer-body' }, feed.outline.element, feed.list.element));
 
   function showHeader(shown: Conversation): void {
     conversation = shown;
@@ -146,27 +137,11 @@ export const conversationPage: Page = (main, route) => {
   }
 
   /** The page of events before `beforeSeq` (newest first from the server, returned in sequence order). */
-  async function eventsBefore(beforeSeq?: number, limit = PAGE): Promise<StoredEvent[] | undefined> {
+  async function eventsBefore(beforeSeq: number | undefined, limit: number): Promise<StoredEvent[] | undefined> {
     const { data } = await api.GET('/api/v1/conversations/{conversation_id}/events', {
       params: { path: { conversation_id: id }, query: { order: 'desc', limit, ...(beforeSeq ? { before_seq: beforeSeq } : {}) } },
     });
     return data?.items.reverse();
-  }
-
-  function addEvents(events: StoredEvent[], where: 'start' | 'end'): void {
-    const updated = new Set<string>();
-    const orphans = new Set<string>();
-    const added = rows.add(events, updated, orphans);
-    for (const key of orphans) list.remove(key);
-    if (where === 'start') list.prepend(added);
-    else {
-      if (pending) list.remove('pending');
-      list.append(added);
-      if (pending) list.append([pending]);
-    }
-    for (const key of updated) list.refresh(key);
-    outline.update();
-    updateLiveFacts();
   }
 
   /**
@@ -220,91 +195,30 @@ export const conversationPage: Page = (main, route) => {
   /** Scrolls to event `seq` (loading older pages up to it first), marks it and gives it the focus. */
   async function showEvent(seq: number): Promise<void> {
     if (seq > rows.lastSeq) return replace(problems, notice(`Event #${seq} is not in this conversation (yet).`, 'error'));
-    while (!rows.keyOf(seq) && !stopped && (await loadOlder(Math.min(SEEK_PAGE, rows.firstSeq - seq + PAGE))));
-    const key = rows.keyOf(seq);
-    if (key && !stopped) focusRow(key);
+    await feed.showEvent(seq);
   }
 
-  let currentKey: string | undefined;
-  function focusRow(key: string): void {
-    const element = list.scrollToKey(key);
-    currentKey = key;
-    main.querySelector('.row.current')?.classList.remove('current');
-    element?.classList.add('current');
-    element?.focus({ preventScroll: true });
-  }
-
-  /** j / k: the next or previous step. */
-  function onKey(event: KeyboardEvent): void {
-    if (event.altKey || event.ctrlKey || event.metaKey || (event.key !== 'j' && event.key !== 'k')) return;
-    const target = event.target as HTMLElement | null;
-    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
-    const keys = list.keys().filter((key) => key.startsWith('e'));
-    const from = currentKey && keys.includes(currentKey) ? keys.indexOf(currentKey) : keys.indexOf(list.firstVisibleKey() ?? '') - (event.key === 'j' ? 1 : 0);
-    const next = keys[Math.max(0, Math.min(keys.length - 1, from + (event.key === 'j' ? 1 : -1)))];
-    if (!next) return;
-    event.preventDefault();
-    focusRow(next);
-  }
-  document.addEventListener('keydown', onKey);
   const onShowEvent = (event: Event) => void showEvent((event as CustomEvent<number>).detail);
   window.addEventListener('console:show-event', onShowEvent);
-
-  let loadingOlder: Promise<boolean> | undefined;
-  /** Loads the page before the oldest event shown; resolves to whether it added any. */
-  function loadOlder(limit = PAGE): Promise<boolean> {
-    if (older.state === 'start' || rows.firstSeq <= 1) return Promise.resolve(false);
-    loadingOlder ??= (async () => {
-      older.state = 'loading';
-      list.refresh('older');
-      const events = await eventsBefore(rows.firstSeq, limit);
-      if (stopped) return false;
-      if (!events?.length) {
-        older.state = events ? 'start' : 'error';
-        list.refresh('older');
-        return false;
-      }
-      list.remove('older');
-      addEvents(events, 'start');
-      older.state = rows.firstSeq <= 1 ? 'start' : 'more';
-      list.prepend([older]);
-      return true;
-    })().finally(() => (loadingOlder = undefined));
-    return loadingOlder;
-  }
 
   void (async () => {
     const conversation = await refreshHeader();
     if (!conversation) return;
     // Open at the newest events: the last page, newest first.
-    const events = (await eventsBefore()) ?? [];
+    const events = (await eventsBefore(undefined, PAGE)) ?? [];
     if (stopped) return;
-    older.state = events.length === 0 || events[0]!.seq <= 1 ? 'start' : 'more';
-    list.append([older]);
-    addEvents(events, 'end');
-    list.scrollToBottom();
+    feed.open(events);
     if (route.seq) void showEvent(route.seq);
     let headerTimer: number | undefined;
     stopLive = follow(id, () => rows.lastSeq, {
       event(stored) {
-        if (stored.seq <= rows.lastSeq && rows.lastSeq > 0) return;
-        if (stored.event.kind === 'MessageEvent' && pending && stored.event.source === 'agent') {
-          list.remove('pending');
-          pending = undefined;
-        }
-        addEvents([stored], 'end');
+        if (!feed.addLive(stored)) return;
         // Cost, counts and title come with the conversation; fetched at most once a second.
         window.clearTimeout(headerTimer);
         headerTimer = window.setTimeout(() => void refreshHeader(), 1000);
       },
       delta(delta) {
-        if (!pending) {
-          pending = { key: 'pending', type: 'pending', content: '', reasoning: '' };
-          list.append([pending]);
-        }
-        pending.content += delta.content ?? '';
-        pending.reasoning += delta.reasoning_content ?? '';
-        list.refresh('pending');
+        feed.addDelta(delta);
       },
       status(update) {
         replace(status, badge(update.execution_status));
@@ -318,10 +232,9 @@ export const conversationPage: Page = (main, route) => {
 
   return () => {
     stopped = true;
-    document.removeEventListener('keydown', onKey);
     window.removeEventListener('console:show-event', onShowEvent);
     stopLive?.();
-    list.destroy();
+    feed.destroy();
     document.title = 'Agent Platform console';
   };
 };
