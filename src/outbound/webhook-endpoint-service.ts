@@ -306,6 +306,7 @@ export class WebhookEndpointService {
    */
   async retryMessages(principal: Principal, id: string, filter: RetryFilter): Promise<WebhookMessageRetryTaskView> {
     const endpoint = await this.owned(principal, id);
+    // Absent: 14 days ago, the bound without its allowance for clock skew.
     const since = filter.since ? new Date(filter.since) : new Date(Date.now() - RECOVER_MAX_AGE_MS + 5 * 60_000);
     const until = filter.until ? new Date(filter.until) : new Date();
     if (since.getTime() < Date.now() - RECOVER_MAX_AGE_MS) {

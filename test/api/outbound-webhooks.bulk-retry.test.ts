@@ -159,5 +159,11 @@ describe('POST /api/v1/webhook-endpoints/{endpoint_id}/message-retries', functio
     }
     const listed = await app.request.get(`/api/v1/webhook-endpoints/${id}/messages`).query({ status: 'lost' }).set(auth()).expect(422);
     expect(listed.body.detail[0].loc).to.deep.equal(['query', 'status']);
+    const reversed = await app.request
+      .get(`/api/v1/webhook-endpoints/${id}/messages`)
+      .query({ since: new Date().toISOString(), until: new Date(Date.now() - 60_000).toISOString() })
+      .set(auth())
+      .expect(422);
+    expect(reversed.body.detail[0].loc).to.deep.equal(['query', 'until']);
   });
 });
