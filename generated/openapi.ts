@@ -1183,9 +1183,82 @@ export interface paths {
         };
         /**
          * The endpoint's message log
-         * @description Messages sent (or to be sent) to the endpoint, newest first, with their delivery state. `next_cursor` fetches the next page.
+         * @description Messages sent (or to be sent) to the endpoint, newest first, with their delivery state. `next_cursor`
+         *     fetches the next page (pass the same filters with it). The filters combine (all must hold);
+         *     `createWebhookMessageRetry` takes the same ones to send the matching messages again.
          */
         get: operations["listWebhookMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/message-retries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver a filtered message list again
+         * @description Bulk retry: every message of this endpoint that the message log's filters select (`status`,
+         *     `event_type`, `conversation_id`, `since`, `until`, as `listWebhookMessages` takes them) is attempted
+         *     once more, oldest first, one at a time, as a new attempt of the same message (same `webhook-id`,
+         *     a fresh signature). `status` is `failed` (the default) or `succeeded` (a receiver that lost what it
+         *     accepted); pending messages are being delivered already (422). The task runs in the background
+         *     (202), as a recovery does (`recoverWebhookEndpoint`, whose task machinery it shares);
+         *     `getWebhookMessageRetry` shows its progress. A message that left the state it was selected in
+         *     meanwhile (retried by hand, say) is skipped. It stops at the first attempt that fails (state
+         *     `failed`), so the receiver never gets a later message before an earlier one; for `failed` messages,
+         *     retrying again with the same filter resumes from that message.
+         *
+         *     Bounds: `since` at most 14 days ago (absent → 14 days ago), `until` later than `since` (absent →
+         *     now), at most 10,000 matching messages (more → 422 on `since`: narrow the filter). One task per
+         *     endpoint runs at a time, a recovery or a bulk retry (409 while one runs); a disabled endpoint must
+         *     be enabled first (409). With `Idempotency-Key` a repeated request starts no second task.
+         */
+        post: operations["createWebhookMessageRetry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/message-retries/{task_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+                /**
+                 * @description Bulk retry task id (UUID), from `createWebhookMessageRetry`.
+                 * @example 3c7a9e1f-2b4d-4c6e-8f0a-1b2c3d4e5f60
+                 */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A bulk retry's progress
+         * @description How many of the selected messages were sent again and how many succeeded; `completed` once every one was sent, `failed` when an attempt failed (`last_error` says which message and why).
+         */
+        get: operations["getWebhookMessageRetry"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4971,6 +5044,88 @@ export interface components {
              */
             failing_since: string | null;
         };
+        /** @description Which of the endpoint's messages a bulk retry sends again, by the message log's filters (all must hold). */
+        WebhookMessageRetryRequest: {
+            /**
+             * @description Messages in this delivery state (pending ones are being delivered already).
+             * @default failed
+             * @enum {string}
+             */
+            status: "failed" | "succeeded";
+            event_type?: components["schemas"]["WebhookEventType"];
+            conversation_id?: components["schemas"]["ConversationId"];
+            /**
+             * Format: date-time
+             * @description Messages stored at or after this time; at most 14 days ago; absent → 14 days ago.
+             */
+            since?: string;
+            /**
+             * Format: date-time
+             * @description Messages stored before this time; later than `since`; absent → now.
+             */
+            until?: string;
+        };
+        /** @description A bulk retry of an endpoint's filtered messages and its progress. */
+        WebhookMessageRetryTask: {
+            /**
+             * Format: uuid
+             * @description Task id.
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The endpoint.
+             */
+            endpoint_id: string;
+            /** @description The filter as applied, its defaults filled in. */
+            filter: {
+                /**
+                 * @description The delivery state of the messages sent again.
+                 * @enum {string}
+                 */
+                status: "failed" | "succeeded";
+                /** @description Their type; null for any. */
+                event_type: components["schemas"]["WebhookEventType"] | null;
+                /**
+                 * Format: uuid
+                 * @description Their conversation (dashed form); null for any.
+                 */
+                conversation_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description Start of the window.
+                 */
+                since: string;
+                /**
+                 * Format: date-time
+                 * @description End of the window (exclusive).
+                 */
+                until: string;
+            };
+            /**
+             * @description `running`; `completed` when every message was sent again; `failed` when an attempt failed (the task stopped there).
+             * @enum {string}
+             */
+            state: "running" | "completed" | "failed";
+            /** @description Messages that matched when the task started (at most 10,000). */
+            total: number;
+            /** @description Messages attempted again so far. */
+            sent: number;
+            /** @description Of those, the ones the receiver accepted. */
+            succeeded: number;
+            /** @description Why the task stopped (`<message id>: <error>`), when it failed. */
+            last_error: string | null;
+            /**
+             * Format: date-time
+             * @description When it was started.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it completed or failed; null while running.
+             */
+            finished_at: string | null;
+        };
         /** @description The window of a recovery, by the messages' `created_at`. */
         WebhookRecoverRequest: {
             /**
@@ -5671,6 +5826,31 @@ export interface components {
          * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
          */
         EndpointIdPath: string;
+        /**
+         * @description Only messages in this delivery `state`.
+         * @example failed
+         */
+        WebhookMessageStatusFilter: "pending" | "succeeded" | "failed";
+        /**
+         * @description Only messages of this type.
+         * @example conversation.finished
+         */
+        WebhookMessageTypeFilter: components["schemas"]["WebhookEventType"];
+        /**
+         * @description Only messages about this conversation (either UUID form).
+         * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+         */
+        WebhookMessageConversationFilter: components["schemas"]["ConversationId"];
+        /**
+         * @description Only messages stored at or after this instant (ISO 8601 with an offset).
+         * @example 2026-11-24T12:00:00Z
+         */
+        WebhookMessageSince: string;
+        /**
+         * @description Only messages stored before this instant (ISO 8601 with an offset); later than `since` (else 422).
+         * @example 2026-11-25T12:00:00Z
+         */
+        WebhookMessageUntil: string;
         /**
          * @description Message id (`msg_` + 32 hex digits).
          * @example msg_2f9c1d7e0b3a4c5d8e6f7a1b2c3d4e5f
@@ -8279,6 +8459,31 @@ export interface operations {
     listWebhookMessages: {
         parameters: {
             query?: {
+                /**
+                 * @description Only messages in this delivery `state`.
+                 * @example failed
+                 */
+                status?: components["parameters"]["WebhookMessageStatusFilter"];
+                /**
+                 * @description Only messages of this type.
+                 * @example conversation.finished
+                 */
+                event_type?: components["parameters"]["WebhookMessageTypeFilter"];
+                /**
+                 * @description Only messages about this conversation (either UUID form).
+                 * @example 0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f
+                 */
+                conversation_id?: components["parameters"]["WebhookMessageConversationFilter"];
+                /**
+                 * @description Only messages stored at or after this instant (ISO 8601 with an offset).
+                 * @example 2026-11-24T12:00:00Z
+                 */
+                since?: components["parameters"]["WebhookMessageSince"];
+                /**
+                 * @description Only messages stored before this instant (ISO 8601 with an offset); later than `since` (else 422).
+                 * @example 2026-11-25T12:00:00Z
+                 */
+                until?: components["parameters"]["WebhookMessageUntil"];
                 /** @description Maximum number of messages in the page. */
                 limit?: number;
                 /** @description `next_cursor` of the previous page. */
@@ -8320,6 +8525,134 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookMessagePage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhookMessageRetry: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
+                 *     with the same request (operation, path and body bytes) within 24 hours answers the first
+                 *     response again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`,
+                 *     and creates nothing: a double-clicked "Buy credits" makes one checkout session. Keys are
+                 *     scoped to the credential's owner. The same key with another request → 422 naming this
+                 *     header (`type: idempotency_key_reused`); while the first request is still in flight → 409
+                 *     with `Retry-After`. Only a 2xx is kept: after an error the key is free again. Kept
+                 *     responses are stored encrypted, since they may hold a created key or secret.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookMessageRetryRequest"];
+            };
+        };
+        responses: {
+            /** @description The bulk retry was started. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3c7a9e1f-2b4d-4c6e-8f0a-1b2c3d4e5f60",
+                     *       "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *       "filter": {
+                     *         "status": "failed",
+                     *         "event_type": "conversation.finished",
+                     *         "conversation_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *         "since": "2026-11-24T12:00:00.000Z",
+                     *         "until": "2026-11-25T12:30:00.000Z"
+                     *       },
+                     *       "state": "running",
+                     *       "total": 3,
+                     *       "sent": 0,
+                     *       "succeeded": 0,
+                     *       "last_error": null,
+                     *       "created_at": "2026-11-25T12:30:00.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookMessageRetryTask"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookMessageRetry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id (UUID).
+                 * @example 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b
+                 */
+                endpoint_id: components["parameters"]["EndpointIdPath"];
+                /**
+                 * @description Bulk retry task id (UUID), from `createWebhookMessageRetry`.
+                 * @example 3c7a9e1f-2b4d-4c6e-8f0a-1b2c3d4e5f60
+                 */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3c7a9e1f-2b4d-4c6e-8f0a-1b2c3d4e5f60",
+                     *       "endpoint_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
+                     *       "filter": {
+                     *         "status": "failed",
+                     *         "event_type": "conversation.finished",
+                     *         "conversation_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *         "since": "2026-11-24T12:00:00.000Z",
+                     *         "until": "2026-11-25T12:30:00.000Z"
+                     *       },
+                     *       "state": "completed",
+                     *       "total": 3,
+                     *       "sent": 3,
+                     *       "succeeded": 3,
+                     *       "last_error": null,
+                     *       "created_at": "2026-11-25T12:30:00.000Z",
+                     *       "finished_at": "2026-11-25T12:30:01.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookMessageRetryTask"];
                 };
             };
             401: components["responses"]["Unauthorized"];

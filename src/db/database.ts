@@ -26,6 +26,7 @@ import { Migration20261127010000_webhook_events_marker } from './migrations/Migr
 import { Migration20261127020000_retire_legacy_delivery_jobs } from './migrations/Migration20261127020000_retire_legacy_delivery_jobs.ts';
 import { Migration20261127100000_unrecognized_events } from './migrations/Migration20261127100000_unrecognized_events.ts';
 import { Migration20261127150000_outbound_operations } from './migrations/Migration20261127150000_outbound_operations.ts';
+import { Migration20261127160000_webhook_bulk_retry } from './migrations/Migration20261127160000_webhook_bulk_retry.ts';
 import { Migration20261127110000_refused_deliveries } from './migrations/Migration20261127110000_refused_deliveries.ts';
 import { Migration20261127120000_event_search } from './migrations/Migration20261127120000_event_search.ts';
 import { Migration20261127130000_share_links } from './migrations/Migration20261127130000_share_links.ts';
@@ -66,6 +67,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127136000_usage_rollups', class: Migration20261127136000_usage_rollups },
   { name: 'Migration20261127140000_rate_limits_and_idempotency', class: Migration20261127140000_rate_limits_and_idempotency },
   { name: 'Migration20261127150000_outbound_operations', class: Migration20261127150000_outbound_operations },
+  { name: 'Migration20261127160000_webhook_bulk_retry', class: Migration20261127160000_webhook_bulk_retry },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */

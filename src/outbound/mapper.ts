@@ -8,6 +8,7 @@ export type WebhookAttemptView = components['schemas']['WebhookAttempt'];
 export type WebhookEventType = components['schemas']['WebhookEventType'];
 export type WebhookEndpointStatsView = components['schemas']['WebhookEndpointStats'];
 export type WebhookRecoverTaskView = components['schemas']['WebhookRecoverTask'];
+export type WebhookMessageRetryTaskView = components['schemas']['WebhookMessageRetryTask'];
 
 /** A `webhook_endpoints` row as the driver returns it. */
 export interface EndpointRow {
@@ -118,5 +119,14 @@ export function toRecoverTaskView(row: RecoverTaskRow): WebhookRecoverTaskView {
     last_error: row.last_error,
     created_at: iso(row.created_at),
     finished_at: row.finished_at ? iso(row.finished_at) : null,
+  };
+}
+
+/** A bulk retry task with the filter it applies (its defaults filled in). */
+export function toRetryTaskView(row: RecoverTaskRow): WebhookMessageRetryTaskView {
+  const { since, until, ...progress } = toRecoverTaskView(row);
+  return {
+    ...progress,
+    filter: { status: row.status, event_type: row.event_type as WebhookEventType | null, conversation_id: row.conversation_id, since, until },
   };
 }

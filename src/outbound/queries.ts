@@ -164,15 +164,41 @@ export async function findDelivery(on: SqlRunner, messageId: string, endpointId:
   return row;
 }
 
-/** A page of the endpoint's messages, newest first, after the message `after` (keyset); `limit` rows at most. */
-export function listDeliveries(on: SqlRunner, endpointId: string, page: { after?: string; limit: number }): Promise<MessageRow[]> {
-  return sqlRows<MessageRow>(
-    on,
-    `${DELIVERY_SELECT} where d.endpoint_id = $1
-     ${page.after ? 'and (d.created_at, d.message_id) < (select c.created_at, c.message_id from webhook_deliveries c where c.endpoint_id = $1 and c.message_id = $3)' : ''}
-     order by d.created_at desc, d.message_id desc limit $2`,
-    page.after ? [endpointId, page.limit, page.after] : [endpointId, page.limit],
-  );
+/**
+ * Which of an endpoint's messages: the message log's filters, and the set a recovery or a bulk retry
+ * re-sends. `since` and `until` bound the messages' `created_at` as `[since, until)`.
+ */
+export interface DeliveryFilter {
+  status?: 'pending' | 'succeeded' | 'failed' | null;
+  eventType?: string | null;
+  conversationId?: string | null;
+  since?: string | Date | null;
+  until?: string | Date | null;
+}
+
+/** The filter as conditions on `d` (webhook_deliveries) and `m` (webhook_messages); its values are appended to `params`. */
+function deliveryConditions(filter: DeliveryFilter, params: unknown[]): string {
+  const conditions: string[] = [];
+  const add = (column: string, operator: string, value: unknown) => {
+    params.push(value);
+    conditions.push(` and ${column} ${operator} $${params.length}`);
+  };
+  if (filter.status) add('d.state', '=', filter.status);
+  if (filter.eventType) add('m.type', '=', filter.eventType);
+  if (filter.conversationId) add('m.conversation_id', '=', filter.conversationId);
+  if (filter.since) add('d.created_at', '>=', filter.since);
+  if (filter.until) add('d.created_at', '<', filter.until);
+  return conditions.join('');
+}
+
+/** A page of the endpoint's messages matching `filter`, newest first, after the message `after` (keyset); `limit` rows at most. */
+export function listDeliveries(on: SqlRunner, endpointId: string, page: { after?: string; limit: number; filter?: DeliveryFilter }): Promise<MessageRow[]> {
+  const params: unknown[] = [endpointId, page.limit];
+  const keyset = page.after
+    ? ` and (d.created_at, d.message_id) < (select c.created_at, c.message_id from webhook_deliveries c where c.endpoint_id = $1 and c.message_id = $${params.push(page.after)})`
+    : '';
+  const conditions = deliveryConditions(page.filter ?? {}, params);
+  return sqlRows<MessageRow>(on, `${DELIVERY_SELECT} where d.endpoint_id = $1${keyset}${conditions} order by d.created_at desc, d.message_id desc limit $2`, params);
 }
 
 /** The attempts of one message at one endpoint, in order. */
@@ -474,12 +500,19 @@ export async function outboundQueueDepth(on: SqlRunner): Promise<number> {
   return row!.pending;
 }
 
-// Recovery (re-sending an endpoint's failed messages of a window, in order)
+// Re-sending tasks: a recovery (an endpoint's failed messages of a window) or a bulk retry (a filtered message list), in order
+
+/** A recovery (`POST …/recover`) or a bulk retry (`POST …/message-retries`). */
+export type ResendTaskKind = 'recover' | 'retry';
 
 /** A `webhook_recover_tasks` row as the driver returns it. */
 export interface RecoverTaskRow {
   id: string;
   endpoint_id: string;
+  kind: ResendTaskKind;
+  status: 'failed' | 'succeeded';
+  event_type: string | null;
+  conversation_id: string | null;
   since: Date;
   until: Date;
   state: 'running' | 'completed' | 'failed';
@@ -498,40 +531,52 @@ export async function lockEndpoint(trx: SqlRunner, id: string): Promise<void> {
   await sqlRun(trx, 'select 1 from webhook_endpoints where id = $1 for update', [id]);
 }
 
-/** Whether a recovery of the endpoint is running. */
-export async function hasRunningRecoverTask(on: SqlRunner, endpointId: string): Promise<boolean> {
-  const rows = await sqlRows(on, `select 1 from webhook_recover_tasks where endpoint_id = $1 and state = 'running' limit 1`, [endpointId]);
-  return rows.length > 0;
+/** The kind of the endpoint's running task (a recovery or a bulk retry), if one runs. */
+export async function runningTaskKind(on: SqlRunner, endpointId: string): Promise<ResendTaskKind | undefined> {
+  const [row] = await sqlRows<{ kind: ResendTaskKind }>(on, `select kind from webhook_recover_tasks where endpoint_id = $1 and state = 'running' limit 1`, [endpointId]);
+  return row?.kind;
 }
 
-/** How many of the endpoint's deliveries failed among the messages stored in `[since, until)`, counted up to `cap`. */
-export async function countFailedDeliveries(on: SqlRunner, endpointId: string, since: string, until: string, cap: number): Promise<number> {
+/** How many of the endpoint's messages match `filter`, counted up to `cap`. */
+export async function countDeliveries(on: SqlRunner, endpointId: string, filter: DeliveryFilter, cap: number): Promise<number> {
+  const params: unknown[] = [endpointId, cap];
+  const conditions = deliveryConditions(filter, params);
   const [row] = await sqlRows<{ count: number }>(
     on,
-    `select count(*)::integer as count from (select 1 from webhook_deliveries
-       where endpoint_id = $1 and state = 'failed' and created_at >= $2 and created_at < $3 limit $4) f`,
-    [endpointId, since, until, cap],
+    `select count(*)::integer as count from (select 1 from webhook_deliveries d join webhook_messages m on m.id = d.message_id
+       where d.endpoint_id = $1${conditions} limit $2) f`,
+    params,
   );
   return row!.count;
 }
 
-/** A new recovery task; one with nothing to send is completed at once. */
+/** A new task; one with nothing to send is completed at once. */
 export async function insertRecoverTask(
   trx: SqlRunner,
-  task: { id: string; endpointId: string; since: string; until: string; total: number },
+  task: {
+    id: string;
+    endpointId: string;
+    kind: ResendTaskKind;
+    status: 'failed' | 'succeeded';
+    eventType: string | null;
+    conversationId: string | null;
+    since: string;
+    until: string;
+    total: number;
+  },
 ): Promise<RecoverTaskRow> {
   const [row] = await sqlRows<RecoverTaskRow>(
     trx,
-    `insert into webhook_recover_tasks (id, endpoint_id, since, until, total, state, finished_at)
-     values ($1, $2, $3, $4, $5, case when $5 = 0 then 'completed' else 'running' end, case when $5 = 0 then now() end) returning *`,
-    [task.id, task.endpointId, task.since, task.until, task.total],
+    `insert into webhook_recover_tasks (id, endpoint_id, since, until, total, state, finished_at, kind, status, event_type, conversation_id)
+     values ($1, $2, $3, $4, $5, case when $5 = 0 then 'completed' else 'running' end, case when $5 = 0 then now() end, $6, $7, $8, $9) returning *`,
+    [task.id, task.endpointId, task.since, task.until, task.total, task.kind, task.status, task.eventType, task.conversationId],
   );
   return row!;
 }
 
-/** One recovery task of the endpoint. */
-export async function findRecoverTask(on: SqlRunner, id: string, endpointId: string): Promise<RecoverTaskRow | undefined> {
-  const [row] = await sqlRows<RecoverTaskRow>(on, 'select * from webhook_recover_tasks where id = $1 and endpoint_id = $2', [id, endpointId]);
+/** One task of the endpoint, of that kind. */
+export async function findRecoverTask(on: SqlRunner, id: string, endpointId: string, kind: ResendTaskKind): Promise<RecoverTaskRow | undefined> {
+  const [row] = await sqlRows<RecoverTaskRow>(on, 'select * from webhook_recover_tasks where id = $1 and endpoint_id = $2 and kind = $3', [id, endpointId, kind]);
   return row;
 }
 
@@ -548,17 +593,24 @@ export async function claimRecoverTask(on: SqlRunner, leaseMs: number): Promise<
   return row;
 }
 
-/** The endpoint's next failed delivery of the task's window after its cursor, in (created_at, message_id) order. */
-export async function nextFailedDelivery(on: SqlRunner, task: RecoverTaskRow): Promise<{ message_id: string; created_at: Date } | undefined> {
+/** The endpoint's next message of the task's set after its cursor, in (created_at, message_id) order. */
+export async function nextTaskDelivery(on: SqlRunner, task: RecoverTaskRow): Promise<{ message_id: string; created_at: Date } | undefined> {
+  const params: unknown[] = [task.endpoint_id, task.cursor_created_at, task.cursor_message_id];
+  const conditions = deliveryConditions(taskFilter(task), params);
   const [row] = await sqlRows<{ message_id: string; created_at: Date }>(
     on,
-    `select message_id, created_at from webhook_deliveries
-     where endpoint_id = $1 and state = 'failed' and created_at >= $2 and created_at < $3
-       and ($4::timestamptz is null or (created_at, message_id) > ($4::timestamptz, $5::text))
-     order by created_at, message_id limit 1`,
-    [task.endpoint_id, task.since, task.until, task.cursor_created_at, task.cursor_message_id],
+    `select d.message_id, d.created_at from webhook_deliveries d join webhook_messages m on m.id = d.message_id
+     where d.endpoint_id = $1${conditions}
+       and ($2::timestamptz is null or (d.created_at, d.message_id) > ($2::timestamptz, $3::text))
+     order by d.created_at, d.message_id limit 1`,
+    params,
   );
   return row;
+}
+
+/** The set a task re-sends, as the message log's filter. */
+function taskFilter(task: RecoverTaskRow): DeliveryFilter {
+  return { status: task.status, eventType: task.event_type, conversationId: task.conversation_id, since: task.since, until: task.until };
 }
 
 /** Records one message handled by the task and renews its lease; undefined when the task is gone (its endpoint deleted). */

@@ -13,20 +13,22 @@ import {
   claimRecoverTask,
   deliveryTargets,
   finishRecoverTask,
-  nextFailedDelivery,
+  nextTaskDelivery,
   releaseRecoverTask,
   reserveEndpointSlot,
   type RecoverTaskRow,
 } from './queries.ts';
 
-/** A recovery task's failed messages at most (as Svix's `RECOVER_LIMIT`). */
+/** A task's messages at most, a recovery's or a bulk retry's (as Svix's `RECOVER_LIMIT`). */
 export const RECOVER_LIMIT = 10_000;
-/** How far back a recovery may reach (as Svix: 14 days, plus 5 minutes of clock skew). */
+/** How far back a recovery or a bulk retry may reach (as Svix: 14 days, plus 5 minutes of clock skew). */
 export const RECOVER_MAX_AGE_MS = 14 * 86_400_000 + 5 * 60_000;
 
 /**
- * Runs recovery tasks (`POST …/recover`): one task at a time per instance, its messages one at a time
- * in (created_at, message_id) order, each a new attempt of the same message without a retry schedule.
+ * Runs the tasks that re-send a filtered set of an endpoint's messages: recoveries (`POST …/recover`, its
+ * failed messages of a window) and bulk retries (`POST …/message-retries`, the message log's filter). One task
+ * at a time per instance, its messages one at a time in (created_at, message_id) order, each a new attempt
+ * of the same message without a retry schedule.
  * A task is held by a lease renewed after each message, so another instance takes over one whose worker
  * died; it stops at the first failed attempt, so the receiver never gets a later message before an earlier one.
  */
@@ -67,12 +69,12 @@ export class RecoveryRunner {
   private async runClaimed(running: () => boolean): Promise<void> {
     let task = await claimRecoverTask(this.em, this.leaseMs);
     while (task && running()) {
-      const next = await nextFailedDelivery(this.em, task);
+      const next = await nextTaskDelivery(this.em, task);
       if (!next || task.sent >= task.total) {
         await finishRecoverTask(this.em, task.id, 'completed', null);
         return;
       }
-      const outcome = await this.gate.run(() => this.resend(next.message_id, task!.endpoint_id));
+      const outcome = await this.gate.run(() => this.resend(next.message_id, task!));
       task = await advanceRecoverTask(this.em, {
         id: task.id,
         createdAt: next.created_at,
@@ -89,10 +91,11 @@ export class RecoveryRunner {
     if (task) await releaseRecoverTask(this.em, task.id);
   }
 
-  /** One new attempt of the message at the endpoint: `skipped` when it is no longer failed (retried meanwhile). */
-  private async resend(messageId: string, endpointId: string): Promise<'succeeded' | 'skipped' | { error: string }> {
+  /** One new attempt of the message at the task's endpoint: `skipped` when it left the task's state meanwhile (retried, say). */
+  private async resend(messageId: string, task: RecoverTaskRow): Promise<'succeeded' | 'skipped' | { error: string }> {
+    const endpointId = task.endpoint_id;
     const [row] = await deliveryTargets(this.em, messageId, endpointId);
-    if (!row || row.state !== 'failed') return 'skipped';
+    if (!row || row.state !== task.status) return 'skipped';
     // A rate-limited endpoint's recovery keeps to its rate too: one message at a time, each at its slot.
     if (row.rate_limit !== null) {
       const turn = await reserveEndpointSlot(this.em, endpointId, 1_000 / row.rate_limit, Number.MAX_SAFE_INTEGER);
@@ -102,7 +105,7 @@ export class RecoveryRunner {
     if (!made) return 'skipped';
     const [recorded] = await recordAttempts(this.em.getConnection().getKnex(), this.queue, this.config, [made], { retries: false });
     if (!recorded) return 'skipped';
-    this.log.info({ messageId, endpointId, attempt: recorded.attempt, statusCode: recorded.result.statusCode, outcome: recorded.outcome }, 'webhook recovery attempt');
+    this.log.info({ messageId, endpointId, task: task.kind, attempt: recorded.attempt, statusCode: recorded.result.statusCode, outcome: recorded.outcome }, 'webhook recovery attempt');
     return recorded.succeeded ? 'succeeded' : { error: recorded.result.error ?? 'failed' };
   }
 }

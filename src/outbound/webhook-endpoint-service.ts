@@ -11,6 +11,7 @@ import {
   toEndpointView,
   toMessageView,
   toRecoverTaskView,
+  toRetryTaskView,
   type EndpointRow,
   type MessageRow,
   type WebhookAttemptView,
@@ -20,17 +21,17 @@ import {
   type WebhookMessageView,
   type WebhookEndpointStatsView,
   type WebhookRecoverTaskView,
+  type WebhookMessageRetryTaskView,
 } from './mapper.ts';
 import type { OutboundQueue } from './outbound-queue.ts';
 import {
+  countDeliveries,
   countEndpoints,
-  countFailedDeliveries,
   endpointAttemptStats,
   deleteEndpoint,
   findDelivery,
   findOwnedEndpoint,
   findRecoverTask,
-  hasRunningRecoverTask,
   insertEndpoint,
   insertRecoverTask,
   insertTestDelivery,
@@ -42,7 +43,11 @@ import {
   lockUser,
   markDeliveryPending,
   rotateEndpointSecret,
+  runningTaskKind,
   updateEndpoint,
+  type DeliveryFilter,
+  type RecoverTaskRow,
+  type ResendTaskKind,
 } from './queries.ts';
 import { RECOVER_LIMIT, RECOVER_MAX_AGE_MS } from './recovery.ts';
 import { checkHeaders, headersView, openHeaders, sealHeaders } from './endpoint-headers.ts';
@@ -75,6 +80,26 @@ export interface EndpointChanges {
 }
 
 const MESSAGE_ID = /^msg_[0-9a-f]{32}$/;
+
+/** The message log's filters (`listWebhookMessages`), as the API takes them. */
+export interface MessageFilter {
+  status?: 'pending' | 'succeeded' | 'failed';
+  event_type?: WebhookEventType;
+  conversation_id?: string;
+  since?: string;
+  until?: string;
+}
+
+/** A bulk retry's set (`createWebhookMessageRetry`): the message log's filters, pending messages excepted. */
+export interface RetryFilter extends Omit<MessageFilter, 'status'> {
+  status?: 'failed' | 'succeeded';
+}
+
+/** Why a new task cannot start while another of the endpoint runs, by the running one's kind. */
+const TASK_RUNNING: Record<ResendTaskKind, string> = {
+  recover: 'A recovery of this endpoint is running',
+  retry: 'A bulk retry of this endpoint is running',
+};
 
 export type StatsWindow = WebhookEndpointStatsView['window'];
 const STATS_WINDOWS_MS: Record<StatsWindow, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 };
@@ -211,8 +236,16 @@ export class WebhookEndpointService {
     return toMessageView(row);
   }
 
-  /** The endpoint's messages, newest first; the cursor is the last message id of the previous page. */
-  async listMessages(principal: Principal, id: string, page: { limit: number; cursor?: string }): Promise<{ items: WebhookMessageView[]; next_cursor: string | null }> {
+  /** The endpoint's messages matching `filter`, newest first; the cursor is the last message id of the previous page. */
+  async listMessages(
+    principal: Principal,
+    id: string,
+    page: { limit: number; cursor?: string; filter?: MessageFilter },
+  ): Promise<{ items: WebhookMessageView[]; next_cursor: string | null }> {
+    const filter = page.filter ?? {};
+    if (filter.since && filter.until && new Date(filter.until) <= new Date(filter.since)) {
+      throw new InvalidInputError('until must be later than since', ['query', 'until'], 'value_error', filter.until);
+    }
     const endpoint = await this.owned(principal, id);
     let after: string | undefined;
     if (page.cursor !== undefined) {
@@ -221,7 +254,7 @@ export class WebhookEndpointService {
         throw new InvalidInputError('Invalid cursor; pass next_cursor from a previous page', ['query', 'cursor'], 'value_error', page.cursor);
       }
     }
-    const rows = await listDeliveries(this.em, endpoint.id, { after, limit: page.limit + 1 });
+    const rows = await listDeliveries(this.em, endpoint.id, { after, limit: page.limit + 1, filter: deliveryFilterOf(filter) });
     const items = rows.slice(0, page.limit);
     const more = rows.length > page.limit;
     return {
@@ -248,7 +281,7 @@ export class WebhookEndpointService {
 
   /**
    * Starts a recovery of the endpoint's failed messages stored in `[since, until)` (until: now), run by
-   * a delivery worker (recovery.ts). 409 when the endpoint is disabled or a recovery of it runs.
+   * a delivery worker (recovery.ts). 409 when the endpoint is disabled or a task of it runs.
    */
   async recover(principal: Principal, id: string, window: { since: string; until?: string | null }): Promise<WebhookRecoverTaskView> {
     const endpoint = await this.owned(principal, id);
@@ -259,22 +292,39 @@ export class WebhookEndpointService {
     }
     if (until <= since) throw new InvalidInputError('until must be later than since', ['body', 'until'], 'value_error', window.until);
     if (endpoint.disabled) throw new ConflictError('The endpoint is disabled; enable it before recovering its messages');
-    const row = await this.knex.transaction(async (trx) => {
-      await lockEndpoint(trx, endpoint.id);
-      if (await hasRunningRecoverTask(trx, endpoint.id)) throw new ConflictError('A recovery of this endpoint is running');
-      const total = await countFailedDeliveries(trx, endpoint.id, since.toISOString(), until.toISOString(), RECOVER_LIMIT);
-      const task = await insertRecoverTask(trx, { id: randomUUID(), endpointId: endpoint.id, since: since.toISOString(), until: until.toISOString(), total });
-      await audit(trx, principal, 'webhook_endpoint.recovery_started', endpoint.id, { task_id: task.id, since: task.since, until: task.until, total });
-      return task;
-    });
-    return toRecoverTaskView(row);
+    const task = await this.startTask(principal, endpoint, 'recover', { status: 'failed', since: since.toISOString(), until: until.toISOString() });
+    return toRecoverTaskView(task);
   }
 
   async getRecoverTask(principal: Principal, id: string, taskId: string): Promise<WebhookRecoverTaskView> {
+    return toRecoverTaskView(await this.ownedTask(principal, id, taskId, 'recover'));
+  }
+
+  /**
+   * Starts a bulk retry of the endpoint's messages the message log's filters select, run in order by a
+   * delivery worker as a recovery is (recovery.ts): `failed` by default, within 14 days, 10,000 at most.
+   */
+  async retryMessages(principal: Principal, id: string, filter: RetryFilter): Promise<WebhookMessageRetryTaskView> {
     const endpoint = await this.owned(principal, id);
-    const task = await findRecoverTask(this.em, canonicalUuid(taskId), endpoint.id);
-    if (!task) throw new NotFoundError('Recovery task not found');
-    return toRecoverTaskView(task);
+    // Absent: 14 days ago, the bound without its allowance for clock skew.
+    const since = filter.since ? new Date(filter.since) : new Date(Date.now() - RECOVER_MAX_AGE_MS + 5 * 60_000);
+    const until = filter.until ? new Date(filter.until) : new Date();
+    if (since.getTime() < Date.now() - RECOVER_MAX_AGE_MS) {
+      throw new InvalidInputError('Cannot retry messages more than 14 days old', ['body', 'since'], 'value_error', filter.since);
+    }
+    if (until <= since) throw new InvalidInputError('until must be later than since', ['body', 'until'], 'value_error', filter.until);
+    if (endpoint.disabled) throw new ConflictError('The endpoint is disabled; enable it before retrying its messages');
+    const task = await this.startTask(principal, endpoint, 'retry', {
+      ...deliveryFilterOf(filter),
+      status: filter.status ?? 'failed',
+      since: since.toISOString(),
+      until: until.toISOString(),
+    });
+    return toRetryTaskView(task);
+  }
+
+  async getRetryTask(principal: Principal, id: string, taskId: string): Promise<WebhookMessageRetryTaskView> {
+    return toRetryTaskView(await this.ownedTask(principal, id, taskId, 'retry'));
   }
 
   /** The endpoint's attempts over the window (from the attempt log) and its state. */
@@ -306,12 +356,66 @@ export class WebhookEndpointService {
     return endpoint;
   }
 
+  /**
+   * Stores a task re-sending the endpoint's messages `filter` selects, under the endpoint's row lock: one task
+   * of an endpoint runs at a time (409). A recovery takes the oldest 10,000; a bulk retry refuses more (422).
+   */
+  private async startTask(
+    principal: Principal,
+    endpoint: EndpointRow,
+    kind: ResendTaskKind,
+    filter: DeliveryFilter & { status: 'failed' | 'succeeded'; since: string; until: string },
+  ): Promise<RecoverTaskRow> {
+    return this.knex.transaction(async (trx) => {
+      await lockEndpoint(trx, endpoint.id);
+      const running = await runningTaskKind(trx, endpoint.id);
+      if (running) throw new ConflictError(TASK_RUNNING[running]);
+      const matched = await countDeliveries(trx, endpoint.id, filter, RECOVER_LIMIT + 1);
+      if (kind === 'retry' && matched > RECOVER_LIMIT) {
+        throw new InvalidInputError(`More than ${RECOVER_LIMIT} messages match; narrow the filter (a later since, say)`, ['body', 'since'], 'value_error', filter.since);
+      }
+      const total = Math.min(matched, RECOVER_LIMIT);
+      const task = await insertRecoverTask(trx, {
+        id: randomUUID(),
+        endpointId: endpoint.id,
+        kind,
+        status: filter.status,
+        eventType: filter.eventType ?? null,
+        conversationId: filter.conversationId ?? null,
+        since: filter.since,
+        until: filter.until,
+        total,
+      });
+      const summary = { task_id: task.id, status: task.status, event_type: task.event_type, conversation_id: task.conversation_id, since: task.since, until: task.until, total };
+      await audit(trx, principal, kind === 'recover' ? 'webhook_endpoint.recovery_started' : 'webhook_endpoint.bulk_retry_started', endpoint.id, summary);
+      return task;
+    });
+  }
+
+  private async ownedTask(principal: Principal, id: string, taskId: string, kind: ResendTaskKind): Promise<RecoverTaskRow> {
+    const endpoint = await this.owned(principal, id);
+    const task = await findRecoverTask(this.em, canonicalUuid(taskId), endpoint.id, kind);
+    if (!task) throw new NotFoundError(kind === 'recover' ? 'Recovery task not found' : 'Bulk retry task not found');
+    return task;
+  }
+
   private async ownedMessage(principal: Principal, id: string, messageId: string): Promise<MessageRow> {
     const endpoint = await this.owned(principal, id);
     const message = await findDelivery(this.em, messageId, endpoint.id);
     if (!message) throw new NotFoundError('Message not found');
     return message;
   }
+}
+
+/** The API's message filter as the queries take it (a conversation id in its dashed form). */
+function deliveryFilterOf(filter: MessageFilter | RetryFilter): DeliveryFilter {
+  return {
+    status: filter.status ?? null,
+    eventType: filter.event_type ?? null,
+    conversationId: filter.conversation_id ? canonicalUuid(filter.conversation_id) : null,
+    since: filter.since ?? null,
+    until: filter.until ?? null,
+  };
 }
 
 function conversationIdsOf(ids: string[] | null | undefined): string[] | null {

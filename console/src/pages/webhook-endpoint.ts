@@ -1,11 +1,14 @@
 import { api, describeError, type Schemas } from '../api.ts';
+import { confirmedAction } from '../confirm.ts';
 import { badge, h, notice, replace, time } from '../dom.ts';
 import type { Page } from '../main.ts';
 
 type Window = Schemas['WebhookEndpointStats']['window'];
-type Task = Schemas['WebhookRecoverTask'];
+type Task = Schemas['WebhookRecoverTask'] | Schemas['WebhookMessageRetryTask'];
+type MessageState = Schemas['WebhookMessage']['state'];
+type EventType = Schemas['WebhookEventType'];
 
-/** One webhook endpoint: how it is doing (stats), its message log, a test send and a recovery. */
+/** One webhook endpoint: how it is doing (stats), its message log (filtered, with "Retry these"), a test send and a recovery. */
 export const webhookEndpointPage: Page = (main, route) => {
   const id = route.id!;
   const path = { params: { path: { endpoint_id: id } } };
@@ -49,13 +52,79 @@ export const webhookEndpointPage: Page = (main, route) => {
     );
   };
 
-  const showLog = async () => {
-    const { data, error, response } = await api.GET('/api/v1/webhook-endpoints/{endpoint_id}/messages', { params: { path: { endpoint_id: id }, query: { limit: 50 } } });
-    const title = h('h2', { id: 'log-title' }, 'Messages');
-    if (!data) return replace(log, title, notice(describeError(error, response.status), 'error'));
+  // The message log's filters; "Retry these" sends their failed (or succeeded) messages again as one task.
+  const stateFilter = h('select', { id: 'log-status' }, h('option', { value: '' }, 'Any state'), ...(['failed', 'pending', 'succeeded'] as MessageState[]).map((value) => h('option', { value }, value)));
+  const typeFilter = h('select', { id: 'log-type' }, h('option', { value: '' }, 'Any type'));
+  const conversationFilter = h('input', { id: 'log-conversation', type: 'text', maxlength: 36, autocomplete: 'off', spellcheck: 'false', placeholder: 'Conversation id' });
+  const sinceFilter = h('input', { id: 'log-since', type: 'datetime-local' });
+  const filterForm = h(
+    'form',
+    { class: 'filters', role: 'search', id: 'log-filters', 'aria-label': 'Messages by state, type, conversation and time' },
+    h('div', null, h('label', { for: 'log-status' }, 'State'), stateFilter),
+    h('div', null, h('label', { for: 'log-type' }, 'Type'), typeFilter),
+    h('div', { class: 'grow' }, h('label', { for: 'log-conversation' }, 'Conversation'), conversationFilter),
+    h('div', null, h('label', { for: 'log-since' }, 'Stored since'), sinceFilter),
+    h('button', { type: 'submit', class: 'btn primary' }, 'Filter'),
+  );
+  filterForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    void showLog();
+  });
+  void api.GET('/api/v1/webhook-event-types').then(({ data }) => {
+    for (const item of data?.items ?? []) typeFilter.append(h('option', { value: item.type }, item.type));
+  });
+  const logFilter = () => ({
+    ...(stateFilter.value ? { status: stateFilter.value as MessageState } : {}),
+    ...(typeFilter.value ? { event_type: typeFilter.value as EventType } : {}),
+    ...(conversationFilter.value.trim() ? { conversation_id: conversationFilter.value.trim() } : {}),
+    ...(sinceFilter.value ? { since: new Date(sinceFilter.value).toISOString() } : {}),
+  });
+  const retryProgress = h('div', { 'aria-live': 'polite', id: 'retry-progress' });
+  const logBody = h('div', { class: 'stack' });
+
+  /** "Retry these": the log's filter as one bulk retry; pending messages are being delivered already, so none for them. */
+  const retryAction = (filter: ReturnType<typeof logFilter>) => {
+    if (filter.status === 'pending') return h('p', { class: 'hint' }, 'Pending messages are being delivered; there is nothing to retry.');
+    const status = filter.status ?? 'failed';
+    // One key per offered action: sending it twice (a retried request) starts one task.
+    const key = Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, '0')).join('');
+    const offer = h('div', { class: 'stack', id: 'retry-these' });
     replace(
-      log,
-      title,
+      offer,
+      h(
+        'div',
+        { class: 'inline-form' },
+        confirmedAction({
+          label: filter.status ? 'Retry these' : 'Retry the failed ones',
+          confirm: `Retry every ${status} message this filter selects`,
+          target: 'messages',
+          danger: false,
+          act: async () => {
+            const { data, error, response } = await api.POST('/api/v1/webhook-endpoints/{endpoint_id}/message-retries', {
+              params: { path: { endpoint_id: id }, header: { 'Idempotency-Key': key } },
+              body: { ...filter, status },
+            });
+            if (!data) return describeError(error, response.status);
+            // Offered again once the task has finished and the log is shown again.
+            offer.replaceChildren();
+            void follow(data, retryProgress);
+            return undefined;
+          },
+        }),
+      ),
+      h('p', { class: 'hint' }, `Sends every ${status} message matching the filter again (of the last 14 days, not only those shown), oldest first, with the same webhook-id.`),
+    );
+    return offer;
+  };
+
+  const showLog = async () => {
+    const filter = logFilter();
+    const { data, error, response } = await api.GET('/api/v1/webhook-endpoints/{endpoint_id}/messages', { params: { path: { endpoint_id: id }, query: { limit: 50, ...filter } } });
+    if (!data) return replace(logBody, notice(describeError(error, response.status), 'error'));
+    const filtered = Object.keys(filter).length > 0;
+    replace(
+      logBody,
+      data.items.length ? retryAction(filter) : null,
       data.items.length
         ? h(
             'div',
@@ -63,7 +132,7 @@ export const webhookEndpointPage: Page = (main, route) => {
             h(
               'table',
               { class: 'list compact stacked', id: 'endpoint-messages' },
-              h('caption', { class: 'visually-hidden' }, 'The endpoint\'s 50 newest messages'),
+              h('caption', { class: 'visually-hidden' }, filtered ? 'The 50 newest messages the filter selects' : 'The endpoint\'s 50 newest messages'),
               h('thead', null, h('tr', null, ['Message', 'Type', 'State', 'Attempts', 'Last answer', 'Stored'].map((label) => h('th', { scope: 'col' }, label)))),
               h(
                 'tbody',
@@ -83,9 +152,10 @@ export const webhookEndpointPage: Page = (main, route) => {
               ),
             ),
           )
-        : h('p', { class: 'empty' }, 'No messages yet.'),
+        : h('p', { class: 'empty' }, filtered ? 'No message matches this filter.' : 'No messages yet.'),
     );
   };
+  replace(log, h('h2', { id: 'log-title' }, 'Messages'), filterForm, retryProgress, logBody);
 
   const refresh = () => Promise.all([showStats('24h'), showLog()]);
 
@@ -98,19 +168,24 @@ export const webhookEndpointPage: Page = (main, route) => {
     h('div', null, h('label', { for: 'recover-since' }, 'Re-send failed messages since'), since),
     h('button', { type: 'submit', class: 'btn' }, 'Recover'),
   );
-  const follow = async (task: Task) => {
-    replace(progress, notice(`Recovery ${task.state}: ${task.sent} of ${task.total} sent, ${task.succeeded} accepted${task.last_error ? ` — stopped at ${task.last_error}` : ''}.`, task.state === 'failed' ? 'error' : 'info'));
+  /** Shows a task's progress in `where`, polling it each second until it has finished. */
+  const follow = async (task: Task, where: HTMLElement) => {
+    const what = 'filter' in task ? 'Retry' : 'Recovery';
+    replace(where, notice(`${what} ${task.state}: ${task.sent} of ${task.total} sent, ${task.succeeded} accepted${task.last_error ? ` — stopped at ${task.last_error}` : ''}.`, task.state === 'failed' ? 'error' : 'info'));
     if (task.state !== 'running' || gone) return void refresh();
     timer = setTimeout(async () => {
-      const { data } = await api.GET('/api/v1/webhook-endpoints/{endpoint_id}/recover/{task_id}', { params: { path: { endpoint_id: id, task_id: task.id } } });
-      if (data && !gone) void follow(data);
+      const params = { params: { path: { endpoint_id: id, task_id: task.id } } };
+      const { data } = 'filter' in task
+        ? await api.GET('/api/v1/webhook-endpoints/{endpoint_id}/message-retries/{task_id}', params)
+        : await api.GET('/api/v1/webhook-endpoints/{endpoint_id}/recover/{task_id}', params);
+      if (data && !gone) void follow(data, where);
     }, 1_000);
   };
   recover.addEventListener('submit', async (event) => {
     event.preventDefault();
     const { data, error, response } = await api.POST('/api/v1/webhook-endpoints/{endpoint_id}/recover', { ...path, body: { since: new Date(since.value).toISOString() } });
     if (!data) return replace(progress, notice(describeError(error, response.status), 'error'));
-    void follow(data);
+    void follow(data, progress);
   });
   const test = h('button', {
     type: 'button',
@@ -127,7 +202,7 @@ export const webhookEndpointPage: Page = (main, route) => {
   void api.GET('/api/v1/webhook-endpoints/{endpoint_id}', path).then(({ data, error, response }) => {
     if (!data) return replace(main, h('h1', null, 'Webhook endpoint'), notice(describeError(error, response.status), 'error'));
     replace(head, h('h1', { class: 'meta' }, data.url), data.description ? h('p', { class: 'hint' }, data.description) : null);
-    if (data.disabled) replace(message, notice(`Disabled${data.disabled_reason ? `: ${data.disabled_reason}` : ''}. Enable it before recovering its messages.`, 'error'));
+    if (data.disabled) replace(message, notice(`Disabled${data.disabled_reason ? `: ${data.disabled_reason}` : ''}. Enable it before recovering or retrying its messages.`, 'error'));
   });
   void refresh();
   return () => {

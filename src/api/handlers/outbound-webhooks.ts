@@ -1,11 +1,12 @@
 import type { operations } from '../../../generated/openapi.ts';
 import { webhookEventCatalog } from '../../outbound/event-catalog.ts';
-import type { EndpointChanges, NewEndpoint, WebhookEndpointService } from '../../outbound/webhook-endpoint-service.ts';
+import type { EndpointChanges, NewEndpoint, RetryFilter, WebhookEndpointService } from '../../outbound/webhook-endpoint-service.ts';
 import { principalOf, respond, type OperationHandlers } from '../context.ts';
 
 type EndpointPath = operations['getWebhookEndpoint']['parameters']['path'];
 type MessagePath = operations['retryWebhookMessage']['parameters']['path'];
 type RecoverTaskPath = operations['getWebhookRecoverTask']['parameters']['path'];
+type RetryTaskPath = operations['getWebhookMessageRetry']['parameters']['path'];
 type RecoverBody = operations['recoverWebhookEndpoint']['requestBody']['content']['application/json'];
 type StatsQuery = NonNullable<operations['getWebhookEndpointStats']['parameters']['query']>;
 type MessagesQuery = NonNullable<operations['listWebhookMessages']['parameters']['query']>;
@@ -45,8 +46,8 @@ export function outboundWebhookHandlers(service: WebhookEndpointService): Operat
     },
     async listWebhookMessages(operation, ctx) {
       const { endpoint_id } = operation.request.params as EndpointPath;
-      const query = operation.request.query as MessagesQuery;
-      respond(ctx, 200, await service.listMessages(principalOf(operation), endpoint_id, { limit: Number(query.limit ?? 50), cursor: query.cursor }));
+      const { limit, cursor, ...filter } = operation.request.query as MessagesQuery;
+      respond(ctx, 200, await service.listMessages(principalOf(operation), endpoint_id, { limit: Number(limit ?? 50), cursor, filter }));
     },
     async listWebhookMessageAttempts(operation, ctx) {
       const { endpoint_id, message_id } = operation.request.params as MessagePath;
@@ -64,6 +65,14 @@ export function outboundWebhookHandlers(service: WebhookEndpointService): Operat
     async getWebhookRecoverTask(operation, ctx) {
       const { endpoint_id, task_id } = operation.request.params as RecoverTaskPath;
       respond(ctx, 200, await service.getRecoverTask(principalOf(operation), endpoint_id, task_id));
+    },
+    async createWebhookMessageRetry(operation, ctx) {
+      const { endpoint_id } = operation.request.params as EndpointPath;
+      respond(ctx, 202, await service.retryMessages(principalOf(operation), endpoint_id, operation.request.requestBody as RetryFilter));
+    },
+    async getWebhookMessageRetry(operation, ctx) {
+      const { endpoint_id, task_id } = operation.request.params as RetryTaskPath;
+      respond(ctx, 200, await service.getRetryTask(principalOf(operation), endpoint_id, task_id));
     },
     async retryWebhookMessage(operation, ctx) {
       const { endpoint_id, message_id } = operation.request.params as MessagePath;
