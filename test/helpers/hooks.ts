@@ -82,14 +82,29 @@ export const TABLES = [
 const DEADLOCK = '40P01';
 
 /**
- * Empties every table. A server of an earlier test may still be stopping on the same database, and its
- * transaction can lock the tables in another order than the truncate does: PostgreSQL then cancels one of
- * the two, so a deadlock is tried again.
+ * The tables a test used: those holding a row, and those whose identity moved since their last truncate.
+ * Truncating only these keeps each test's reset to a few tables (all 33 took 100–400 ms a test).
+ */
+const USED_TABLES = `${TABLES.map((table) => `select '${table}' as name where exists (select 1 from ${table})`).join(' union all ')}
+  union
+  select owner.relname::text from pg_sequences s
+  join pg_class seq on seq.relname = s.sequencename and seq.relnamespace = 'public'::regnamespace
+  join pg_depend d on d.objid = seq.oid and d.deptype in ('a', 'i')
+  join pg_class owner on owner.oid = d.refobjid
+  where s.schemaname = 'public' and s.last_value is not null`;
+
+/**
+ * Empties every table a test used. A server of an earlier test may still be stopping on the same database,
+ * and its transaction can lock the tables in another order than the truncate does: PostgreSQL then cancels
+ * one of the two, so a deadlock is tried again.
  */
 async function truncateAll(): Promise<void> {
+  const connection = testDatabase().orm.em.getConnection();
   for (let attempt = 1; ; attempt++) {
     try {
-      await testDatabase().orm.em.getConnection().execute(`truncate ${TABLES.join(', ')} restart identity cascade`);
+      const used = new Set((await connection.execute<{ name: string }[]>(USED_TABLES)).map((row) => row.name));
+      const tables = TABLES.filter((table) => used.has(table));
+      if (tables.length > 0) await connection.execute(`truncate ${tables.join(', ')} restart identity cascade`);
       return;
     } catch (error) {
       if ((error as { code?: string }).code !== DEADLOCK || attempt === 5) throw error;
