@@ -7,6 +7,7 @@ import { createUserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { minimalEvent } from '../fixtures/events.ts';
 import { postEvents } from '../helpers/webhook.ts';
+import { runAdmin } from '../../scripts/lib/admin-cli.ts';
 
 interface CliRun {
   code: number | null;
@@ -16,8 +17,31 @@ interface CliRun {
   stderr: string;
 }
 
-/** Runs `npm run admin -- <args>` (without npm) on the test database. */
-function admin(...args: string[]): Promise<CliRun> {
+function cliRun(code: number | null, stdout: string, stderr: string): CliRun {
+  const lastLine = stdout.trimEnd().split('\n').pop() ?? '';
+  try {
+    return { code, result: JSON.parse(lastLine) as Record<string, unknown>, stdout, stderr };
+  } catch {
+    throw new Error(`the last line of stdout is not JSON: ${JSON.stringify(stdout)}; stderr: ${stderr}`);
+  }
+}
+
+/** Runs the admin CLI on the test database in this process (a Node process per run took about 2 s). */
+async function admin(...args: string[]): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  const write = (text: string) => (stderr += text);
+  const code = await runAdmin(args, {
+    env: { ...process.env, DATABASE_URL: testDatabase().url },
+    stdout: (text) => (stdout += text),
+    stderr: write,
+    log: { write },
+  });
+  return cliRun(code, stdout, stderr);
+}
+
+/** Runs `npm run admin -- <args>` as it is run, a process of its own (without npm). */
+function adminProcess(...args: string[]): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...args], {
       env: { ...process.env, DATABASE_URL: testDatabase().url },
@@ -28,11 +52,10 @@ function admin(...args: string[]): Promise<CliRun> {
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.once('error', reject);
     child.once('close', (code) => {
-      const lastLine = stdout.trimEnd().split('\n').pop() ?? '';
       try {
-        resolve({ code, result: JSON.parse(lastLine) as Record<string, unknown>, stdout, stderr });
-      } catch {
-        reject(new Error(`the last line of stdout is not JSON: ${JSON.stringify(stdout)}; stderr: ${stderr}`));
+        resolve(cliRun(code, stdout, stderr));
+      } catch (error) {
+        reject(error);
       }
     });
   });
@@ -47,7 +70,6 @@ function expectFailure(run: CliRun, code: number, message: RegExp): void {
 }
 
 describe('npm run admin -- <command>', function () {
-  // Each run starts a Node process and a database connection: about a second.
   this.timeout(60_000);
   let client: TestApp;
   before(async () => {
@@ -273,6 +295,15 @@ describe('npm run admin -- <command>', function () {
         'list-users',
       ]);
       expect(run.stderr).to.include('usage:');
+    });
+
+    it('as a process of its own: the result on stdout\'s last line, the exit code, the error on stderr', async () => {
+      const email = `process-${randomUUID()}@example.com`;
+      const created = await adminProcess('create-user', '--email', email);
+      expect(created.code, created.stderr).to.equal(0);
+      expect(created.result.email).to.equal(email);
+      expectFailure(await adminProcess('create-user', '--email', email), 1, /already/i);
+      expectFailure(await adminProcess('frobnicate'), 2, /unknown command "frobnicate"/);
     });
   });
 });
