@@ -10,6 +10,7 @@ import { PURPOSE } from '../../src/workspaces/workspace-service.ts';
 import { createTestApp } from '../helpers/app.ts';
 import { createUserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
+import { runAdmin } from '../../scripts/lib/admin-cli.ts';
 
 const key = (id: string): SecretKey => ({ id, key: randomBytes(32) });
 const asEnv = (...keys: SecretKey[]) => keys.map((k) => `${k.id}:${k.key.toString('base64')}`).join(',');
@@ -156,16 +157,13 @@ describe('rotating the encryption key of stored workspace secrets', function () 
     const rotated = await createTestApp({ secretsEncryptionKeys: [k2, k1] });
     await deliver(rotated, 'd1').expect(200);
 
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', 'reseal-secrets'], {
-        env: { ...process.env, DATABASE_URL: testDatabase().url, SECRETS_ENCRYPTION_KEYS: asEnv(k2, k1) },
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      child.once('error', reject);
-      child.once('close', (code) => resolve({ code, stdout, stderr }));
+    const run = { code: 0, stdout: '', stderr: '' };
+    const toStderr = (text: string) => (run.stderr += text);
+    run.code = await runAdmin(['reseal-secrets'], {
+      env: { ...process.env, DATABASE_URL: testDatabase().url, SECRETS_ENCRYPTION_KEYS: asEnv(k2, k1) },
+      stdout: (text) => (run.stdout += text),
+      stderr: toStderr,
+      log: { write: toStderr },
     });
     expect(run.code, run.stderr).to.equal(0);
     expect(JSON.parse(run.stdout.trim().split('\n').pop()!)).to.deep.equal({ workspaces: 2, resealed: 2, key_id: 'k2' });
