@@ -1,24 +1,29 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sqlRows } from '../db/sql.ts';
+import { sqlRows, sqlRun } from '../db/sql.ts';
 import type { RefusalReason } from './refusal.ts';
 import { REFUSED_DELIVERY_COLUMNS, type RefusedDeliveryRow } from './mapper.ts';
 
 /** The refusal ledger's SQL (tables of Migration20261127110000_refused_deliveries). */
 
 /**
- * Refusal `r` is resolved: each of its kept event ids is stored in its conversation, which its own
+ * Refusal `r` is resolved now: each of its kept event ids is stored in its conversation, which its own
  * user owns (Migration20261127190000_refusal_event_ids). Stops at the first id missing, one probe of
  * `conversation_events_event_id_key` each.
  */
-const RESOLVED = `(r.event_ids is not null
+const RESOLVED_NOW = `(r.event_ids is not null
   and exists (select 1 from conversations c where c.id = r.conversation_key and c.owner_id = r.owner_id)
   and not exists (select 1 from unnest(r.event_ids) as kept(event_id)
     where not exists (select 1 from conversation_events e where e.conversation_id = r.conversation_key and e.event_id = kept.event_id)))`;
 
+/** Refusal `r` is resolved: kept so by the hourly sweep (`keepResolvedRefusals`), or found so now. */
+const RESOLVED = `(r.resolved_at is not null or ${RESOLVED_NOW})`;
+
+/** When the last of refusal `r`'s events was stored. */
+const LAST_STORED_AT = `(select max(e.received_at) from conversation_events e where e.conversation_id = r.conversation_key and e.event_id = any(r.event_ids))`;
+
 /** An item's columns: the row's, and when the last of its events was stored once all are. */
 const ITEM_COLUMNS = `${REFUSED_DELIVERY_COLUMNS},
-  case when ${RESOLVED} then (select max(e.received_at) from conversation_events e
-    where e.conversation_id = r.conversation_key and e.event_id = any(r.event_ids)) end as resolved_at`;
+  coalesce(r.resolved_at, case when ${RESOLVED_NOW} then ${LAST_STORED_AT} end) as resolved_at`;
 
 type Counted = { id: string; attempts: number };
 
@@ -146,4 +151,9 @@ export function deliveryRefusalRows(
      order by conversation_key, last_seen_at desc, id desc`,
     [ownerId, conversationIds],
   );
+}
+
+/** Keeps `resolved_at` of the refusals resolved since, so that reads stop probing their event ids; how many. */
+export function keepResolvedRefusals(em: EntityManager): Promise<number> {
+  return sqlRun(em, `update refused_deliveries as r set resolved_at = ${LAST_STORED_AT} where r.resolved_at is null and ${RESOLVED_NOW}`);
 }

@@ -336,7 +336,7 @@ describe('refused deliveries (the refusal ledger)', () => {
     });
   });
 
-  describe('retention (REFUSED_DELIVERY_RETENTION_DAYS)', () => {
+  describe('the hourly sweep: retention (REFUSED_DELIVERY_RETENTION_DAYS) and resolutions kept', () => {
     it('deletes refusals not seen for the retention period and keeps the others', async () => {
       await post(randomUUID(), [unknownKindEvent('old')]).expect(422);
       await post(randomUUID(), [unknownKindEvent('recent')]).expect(422);
@@ -346,6 +346,30 @@ describe('refused deliveries (the refusal ledger)', () => {
       const deleted = await new RefusedDeliveryRetention(testDatabase().orm.em, 14, createLogger('silent')).sweep();
       expect(deleted).to.equal(1);
       expect((await adminList()).items.map((i) => i.id)).to.deep.equal([recent!.id]);
+    });
+
+    it('keeps resolved_at of the refusals resolved since, so that reads no longer probe their events', async () => {
+      const conversationId = randomUUID();
+      await post(conversationId, [message('exists')]).expect(200);
+      const arriving = unknownKindEvent('arrives');
+      await post(conversationId, [arriving]).expect(422);
+      await post(conversationId, [unknownKindEvent('never')]).expect(422);
+      const upgraded = await createTestApp({ webhookEventCompatibility: 'accept-unknown' });
+      await postEvents(upgraded, owner.sessionApiKey, conversationId, [arriving]).expect(200);
+      const [open, resolved] = (await ownList()).items;
+      expect(open!.resolved_at).to.equal(null);
+      expect(resolved!.resolved_at).to.be.a('string');
+      const kept = async () => (await sql('select id, resolved_at from refused_deliveries where resolved_at is not null')) as { id: string; resolved_at: Date | string }[];
+      expect(await kept()).to.be.empty; // found when read, not kept yet
+
+      await new RefusedDeliveryRetention(testDatabase().orm.em, 14, createLogger('silent')).sweep();
+      const rows = await kept();
+      expect(rows.map((row) => Number(row.id))).to.deep.equal([resolved!.id]);
+      expect(new Date(rows[0]!.resolved_at).toISOString()).to.equal(resolved!.resolved_at);
+      expect((await ownList()).items.map((i) => i.resolved_at)).to.deep.equal([null, resolved!.resolved_at]);
+      expect((await ownList('?resolved=false')).items.map((i) => i.id)).to.deep.equal([open!.id]);
+      const conversation = (await client.request.get(`/api/v1/conversations/${conversationId}`).set('X-Access-Token', owner.accessToken).expect(200)).body;
+      expect(conversation.delivery_refusals).to.include({ count: 1 });
     });
   });
 });

@@ -7,12 +7,13 @@ import { Migration } from '@mikro-orm/migrations';
  * in `conversation_events` of its conversation, judged when read through the unique index
  * `conversation_events_event_id_key (conversation_id, event_id)`: accepted batches pay nothing. Null: a
  * body not kept, not a JSON array of objects, or with an event without a string id; that one never
- * resolves by itself. Rows already kept are filled from their bodies the same way.
+ * resolves by itself. Rows already kept are filled from their bodies the same way. `resolved_at` keeps
+ * the answer once found (the ledger's hourly sweep), so a resolved refusal costs reads no probe.
  */
 export class Migration20261127190000_refusal_event_ids extends Migration {
   override async up(): Promise<void> {
     this.addSql(`
-      alter table refused_deliveries add column event_ids text[];
+      alter table refused_deliveries add column event_ids text[], add column resolved_at timestamptz;
 
       create function pg_temp.refused_event_ids(body bytea) returns text[] language plpgsql as $$
       declare
@@ -42,6 +43,6 @@ export class Migration20261127190000_refusal_event_ids extends Migration {
   }
 
   override async down(): Promise<void> {
-    this.addSql('alter table refused_deliveries drop column event_ids;');
+    this.addSql('alter table refused_deliveries drop column event_ids, drop column resolved_at;');
   }
 }
