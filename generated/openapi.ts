@@ -1844,6 +1844,9 @@ export interface paths {
          *     Pages are linked by an opaque cursor (`next_cursor`, null on the last page); a cursor only
          *     works for the query that produced it. `conversation_id` naming another user's conversation
          *     → 403 (one that does not exist yet is fine: a refused first batch creates none).
+         *     An item is resolved (`resolved_at` set) once every event of its body is stored in the
+         *     conversation, whoever stored it: the agent-server's own retry accepted after an upgrade or a
+         *     policy change, a replay, or another batch; `resolved=false` lists only what is still missing.
          */
         get: operations["listRefusedDeliveries"];
         put?: never;
@@ -1890,7 +1893,8 @@ export interface paths {
          *     now (its validation, compatibility policy and size limits: the same as `ingestEvents`):
          *     - accepted → 200; its events are stored as if the agent-server had sent them again
          *       (idempotent by event id: events already stored are not stored twice, so a second replay
-         *       stores nothing) and `replayed_at` is set;
+         *       stores nothing) and `replayed_at` is set; a refusal already resolved (`resolved_at` set,
+         *       e.g. by the agent-server's own retry) replays the same way, answering `stored_events: 0`;
          *     - still refused → the refusal of now (413 or 422, with its detail), which the item's
          *       `status` and `detail` now say; nothing is stored.
          *     A refusal whose body was not read (it announced more than the server reads) → 409.
@@ -3705,20 +3709,23 @@ export interface components {
              *     `accept-unknown` policy with a kind or properties the spec does not know); 0 under `strict`.
              */
             unrecognized_event_count: number;
-            /** @description Webhook batches of this conversation the server refused and kept; null when none. */
+            /**
+             * @description Webhook batches of this conversation the server refused and kept whose events are not all
+             *     stored yet; null when there are none (never refused, or every refusal resolved).
+             */
             delivery_refusals: components["schemas"]["DeliveryRefusals"] | null;
         };
         /**
          * @description The webhook batches of this conversation the server refused (413 or 422) and kept in the
-         *     refusal ledger (`listRefusedDeliveries`); until they are replayed or resent valid, events
-         *     the agent-server sent are missing here.
+         *     refusal ledger (`listRefusedDeliveries`) that are not resolved: until the agent-server's retry
+         *     is accepted or an administrator replays them, events the agent-server sent are missing here.
          */
         DeliveryRefusals: {
-            /** @description Refused batches (distinct bodies) in the ledger, replayed or not. */
+            /** @description Unresolved refused batches (distinct bodies) in the ledger; resolved ones (`resolved_at` set) are not counted. */
             count: number;
             /**
              * Format: date-time
-             * @description When a batch of this conversation was last refused.
+             * @description When an unresolved batch of this conversation was last refused.
              */
             last_at: string;
             /**
@@ -3774,6 +3781,15 @@ export interface components {
              * @description When a replay stored it (`replayRefusedDelivery`); null until then.
              */
             replayed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the last of its events was stored in the conversation, once every one of them is
+             *     (by the agent-server's own retry, a replay or another batch; judged by event id, on the
+             *     body's first 1000 distinct ids, `StreamingDeltaEvent`s aside, and only in a conversation
+             *     of the same user). Null while any is missing, and always for a body that was not read or
+             *     is not a JSON array of events each with a string `id` (replay those).
+             */
+            resolved_at: string | null;
         };
         /** @description One page of refused deliveries, newest first. */
         RefusedDeliveryPage: {
@@ -5739,6 +5755,12 @@ export interface components {
          * @example 2026-11-27T00:00:00Z
          */
         RefusedSince: string;
+        /**
+         * @description Only resolved refusals (true: every event of the body is now stored in the conversation) or
+         *     only unresolved ones (false: what still needs the agent-server's retry or a replay); omit for both.
+         * @example false
+         */
+        RefusedResolved: boolean;
         /** @description Maximum number of items in the page. */
         RefusedLimit: number;
         /** @description Opaque cursor from `next_cursor` of the previous page of the same query; omit for the first page. */
@@ -9854,6 +9876,12 @@ export interface operations {
                  * @example 2026-11-27T00:00:00Z
                  */
                 since?: components["parameters"]["RefusedSince"];
+                /**
+                 * @description Only resolved refusals (true: every event of the body is now stored in the conversation) or
+                 *     only unresolved ones (false: what still needs the agent-server's retry or a replay); omit for both.
+                 * @example false
+                 */
+                resolved?: components["parameters"]["RefusedResolved"];
                 /** @description Maximum number of items in the page. */
                 limit?: components["parameters"]["RefusedLimit"];
                 /** @description Opaque cursor from `next_cursor` of the previous page of the same query; omit for the first page. */
@@ -9886,7 +9914,8 @@ export interface operations {
                      *           "attempts": 12,
                      *           "first_seen_at": "2026-11-27T08:00:00.000Z",
                      *           "last_seen_at": "2026-11-27T08:05:30.000Z",
-                     *           "replayed_at": null
+                     *           "replayed_at": null,
+                     *           "resolved_at": null
                      *         }
                      *       ],
                      *       "next_cursor": null
@@ -9928,6 +9957,12 @@ export interface operations {
                  * @example 2026-11-27T00:00:00Z
                  */
                 since?: components["parameters"]["RefusedSince"];
+                /**
+                 * @description Only resolved refusals (true: every event of the body is now stored in the conversation) or
+                 *     only unresolved ones (false: what still needs the agent-server's retry or a replay); omit for both.
+                 * @example false
+                 */
+                resolved?: components["parameters"]["RefusedResolved"];
                 /** @description Maximum number of items in the page. */
                 limit?: components["parameters"]["RefusedLimit"];
                 /** @description Opaque cursor from `next_cursor` of the previous page of the same query; omit for the first page. */
@@ -9960,7 +9995,8 @@ export interface operations {
                      *           "attempts": 1,
                      *           "first_seen_at": "2026-11-27T08:10:00.000Z",
                      *           "last_seen_at": "2026-11-27T08:10:00.000Z",
-                     *           "replayed_at": null
+                     *           "replayed_at": null,
+                     *           "resolved_at": "2026-11-27T08:12:00.000Z"
                      *         }
                      *       ],
                      *       "next_cursor": "eyJiIjo0M30"
@@ -10012,7 +10048,8 @@ export interface operations {
                      *         "attempts": 12,
                      *         "first_seen_at": "2026-11-27T08:00:00.000Z",
                      *         "last_seen_at": "2026-11-27T08:05:30.000Z",
-                     *         "replayed_at": "2026-11-27T09:00:00.000Z"
+                     *         "replayed_at": "2026-11-27T09:00:00.000Z",
+                     *         "resolved_at": "2026-11-27T09:00:00.000Z"
                      *       }
                      *     }
                      */

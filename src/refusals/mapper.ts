@@ -3,7 +3,7 @@ import type { components } from '../../generated/openapi.ts';
 export type RefusedDeliveryView = components['schemas']['RefusedDelivery'];
 export type DeliveryRefusalsView = components['schemas']['DeliveryRefusals'];
 
-/** A `refused_deliveries` row as `REFUSED_DELIVERY_COLUMNS` reads it (without the body). */
+/** A `refused_deliveries` row as `REFUSED_DELIVERY_COLUMNS` reads it (without the body), with its `resolved_at`. */
 export interface RefusedDeliveryRow {
   id: string;
   owner_id: string;
@@ -17,6 +17,7 @@ export interface RefusedDeliveryRow {
   first_seen_at: Date | string;
   last_seen_at: Date | string;
   replayed_at: Date | string | null;
+  resolved_at: Date | string | null;
 }
 
 /** ISO 8601 of a timestamp column, whichever way the driver gives it. */
@@ -40,5 +41,6 @@ export function toRefusedDeliveryView(row: RefusedDeliveryRow): RefusedDeliveryV
     first_seen_at: iso(row.first_seen_at),
     last_seen_at: iso(row.last_seen_at),
     replayed_at: row.replayed_at === null ? null : iso(row.replayed_at),
+    resolved_at: row.resolved_at === null ? null : iso(row.resolved_at),
   };
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ConflictError, ForbiddenError, InvalidInputError, NotFoundError } from '../errors.ts';
 import { UUID_PATTERN, canonicalUuid } from '../uuid.ts';
-import type { RefusalReason } from './refusal.ts';
+import { refusedEventIds, type RefusalReason } from './refusal.ts';
 import { toRefusedDeliveryView, type RefusedDeliveryRow, type RefusedDeliveryView } from './mapper.ts';
 import {
   conversationOwner,
@@ -42,6 +42,8 @@ export interface RefusedDeliveryQuery {
   ownerId?: string;
   conversationId?: string;
   since?: Date;
+  /** Only resolved (true) or unresolved (false) refusals; undefined: both. */
+  resolved?: boolean;
   limit: number;
   cursor?: string;
 }
@@ -81,6 +83,7 @@ export class RefusalService {
         body: batch.body ?? null,
         bodyBytes: batch.body?.length ?? batch.announcedBytes ?? null,
         eventCount: batch.eventCount,
+        eventIds: refusedEventIds(batch.body),
       }));
     const id = Number(row.id);
     const { status, reason, detail } = batch.refusal;
@@ -98,9 +101,10 @@ export class RefusalService {
       const owner = await conversationOwner(this.em, conversationKey);
       if (owner !== undefined && owner !== query.ownerId) throw new ForbiddenError('This conversation belongs to another user');
     }
-    const scope = cursorScope(query.ownerId, conversationKey, query.since);
+    const scope = cursorScope(query.ownerId, conversationKey, query.since, query.resolved);
     const beforeId = query.cursor === undefined ? null : cursorPosition(query.cursor, scope);
-    const rows = await refusedDeliveryPage(this.em, { ownerId: query.ownerId ?? null, conversationKey, since: query.since ?? null, beforeId }, query.limit + 1);
+    const filter = { ownerId: query.ownerId ?? null, conversationKey, since: query.since ?? null, resolved: query.resolved ?? null, beforeId };
+    const rows = await refusedDeliveryPage(this.em, filter, query.limit + 1);
     const items = rows.slice(0, query.limit).map(toRefusedDeliveryView);
     const more = rows.length > query.limit;
     return { items, next_cursor: more ? cursorOf(scope, items[items.length - 1]!.id) : null };
@@ -133,8 +137,9 @@ function viewOrNotFound(row: RefusedDeliveryRow | undefined): RefusedDeliveryVie
 }
 
 /** What a cursor is bound to: the query's scope and filters. */
-function cursorScope(ownerId: string | undefined, conversationKey: string | null, since: Date | undefined): string {
-  return createHash('sha256').update(JSON.stringify([ownerId ?? null, conversationKey, since?.toISOString() ?? null])).digest('base64url').slice(0, 12);
+function cursorScope(ownerId: string | undefined, conversationKey: string | null, since: Date | undefined, resolved: boolean | undefined): string {
+  const filters = [ownerId ?? null, conversationKey, since?.toISOString() ?? null, ...(resolved === undefined ? [] : [resolved])];
+  return createHash('sha256').update(JSON.stringify(filters)).digest('base64url').slice(0, 12);
 }
 
 function cursorOf(scope: string, lastId: number): string {

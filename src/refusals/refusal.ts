@@ -35,3 +35,32 @@ export function refusalOf(status: 413 | 422, detail: unknown, reason413: string 
 function bounded(text: string): string {
   return text.length <= MAX_DETAIL_CHARS ? text : `${text.slice(0, MAX_DETAIL_CHARS - 1)}…`;
 }
+
+/** Most event ids a refusal keeps to tell when it is resolved (Migration20261127190000_refusal_event_ids). */
+export const MAX_KEPT_EVENT_IDS = 1000;
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The ids of the events a refused body would store, its first `MAX_KEPT_EVENT_IDS` distinct ones
+ * (`StreamingDeltaEvent`s are never stored); null when it is not a JSON array of objects each with a
+ * string id, or stores nothing: such a refusal is never resolved by its events arriving.
+ */
+export function refusedEventIds(body: Buffer | undefined): string[] | null {
+  let batch: unknown;
+  try {
+    batch = body === undefined ? undefined : JSON.parse(strictUtf8.decode(body));
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(batch)) return null;
+  const ids = new Set<string>();
+  for (const event of batch as unknown[]) {
+    if (typeof event !== 'object' || event === null || Array.isArray(event)) return null;
+    const { kind, id } = event as { kind?: unknown; id?: unknown };
+    if (kind === 'StreamingDeltaEvent') continue;
+    if (typeof id !== 'string') return null;
+    if (ids.size < MAX_KEPT_EVENT_IDS) ids.add(id);
+  }
+  return ids.size === 0 ? null : [...ids];
+}

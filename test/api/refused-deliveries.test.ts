@@ -40,6 +40,7 @@ interface Item {
   first_seen_at: string;
   last_seen_at: string;
   replayed_at: string | null;
+  resolved_at: string | null;
 }
 
 describe('refused deliveries (the refusal ledger)', () => {
@@ -73,7 +74,7 @@ describe('refused deliveries (the refusal ledger)', () => {
 
       const [item, ...others] = (await ownList()).items;
       expect(others).to.be.empty;
-      expect(item).to.include({ conversation_id: conversationId.replace(/-/g, ''), status: 422, reason: 'union_tag_invalid', event_count: 5, attempts: 48, replayed_at: null, user_id: owner.userId });
+      expect(item).to.include({ conversation_id: conversationId.replace(/-/g, ''), status: 422, reason: 'union_tag_invalid', event_count: 5, attempts: 48, replayed_at: null, resolved_at: null, user_id: owner.userId });
       expect(item!.detail).to.match(/^body\.2: Input tag 'FutureAnalysisEvent'/).and.not.include(marker);
       expect(item!.body_bytes).to.be.above(0);
       expect((await adminList()).items.map((i) => i.id)).to.deep.equal([item!.id]);
@@ -96,6 +97,110 @@ describe('refused deliveries (the refusal ledger)', () => {
 
       const metrics = parsePrometheusText((await client.request.get('/metrics').expect(200)).text);
       expect(sumSamples(metrics, 'webhook_batches_refused_total', { status: '422', reason: 'union_tag_invalid' })).to.be.at.least(48);
+    });
+  });
+
+  describe('a refusal resolving itself (the agent-server\'s own retry accepted after a policy change)', () => {
+    const conversationOf = async (conversationId: string, user = owner) =>
+      (await client.request.get(`/api/v1/conversations/${conversationId}`).set('X-Access-Token', user.accessToken).expect(200)).body as {
+        delivery_refusals: { count: number; last_status: number } | null;
+      };
+
+    it('refused under strict, then the retry accepted under accept-unknown: the conversation no longer reports it, the ledger says resolved', async () => {
+      const conversationId = randomUUID();
+      const upgraded = await createTestApp({ webhookEventCompatibility: 'accept-unknown' });
+      let server: TestApp = client; // the operator switches the policy: a new instance on the same database
+      const subscriber = new WebhookSubscriber(conversationId, async (hex, events) => (await postEvents(server, owner.sessionApiKey, hex, events)).status);
+      for (let i = 0; i < 5; i++) await subscriber.publish(message(`accepted ${i}`)); // creates the conversation
+      for (const event of [message('a'), unknownKindEvent('newer'), message('b'), message('c'), message('d')]) await subscriber.publish(event);
+      await subscriber.flush();
+      expect(subscriber.statuses.slice(0, 1)).to.deep.equal([200]);
+      expect(subscriber.statuses.slice(1)).to.have.length(8).and.satisfy((statuses: number[]) => statuses.every((s) => s === 422));
+      expect(subscriber.queue).to.have.length(5);
+      expect((await conversationOf(conversationId)).delivery_refusals).to.include({ count: 1, last_status: 422 });
+      const [refused] = (await ownList()).items;
+      expect(refused).to.include({ attempts: 8, resolved_at: null, replayed_at: null });
+      expect((await ownList('?resolved=false')).items.map((i) => i.id)).to.deep.equal([refused!.id]);
+      expect((await ownList('?resolved=true')).items).to.be.empty;
+
+      server = upgraded;
+      await subscriber.flush();
+      expect(subscriber.statuses.at(-1)).to.equal(200);
+      expect(subscriber.queue).to.be.empty;
+
+      expect((await conversationOf(conversationId)).delivery_refusals).to.equal(null);
+      const [resolved] = (await ownList()).items;
+      expect(resolved).to.include({ id: refused!.id, replayed_at: null, attempts: 8 });
+      expect(resolved!.resolved_at).to.be.a('string');
+      expect(Date.parse(resolved!.resolved_at!)).to.be.at.least(Date.parse(resolved!.last_seen_at));
+      expect((await ownList('?resolved=true')).items.map((i) => i.id)).to.deep.equal([refused!.id]);
+      expect((await ownList('?resolved=false')).items).to.be.empty;
+      expect((await adminList('?resolved=false')).items).to.be.empty;
+      expect((await adminList()).items[0]!.resolved_at).to.equal(resolved!.resolved_at);
+      const listed = (await client.request.get('/api/v1/conversations').set('X-Access-Token', owner.accessToken).expect(200)).body;
+      expect(listed.items[0].delivery_refusals).to.equal(null);
+
+      // A replay of a resolved refusal stores nothing: 200 under a policy that accepts it; under strict, that refusal, and it stays resolved.
+      const replayed = await upgraded.request.post(`/api/admin/refused-deliveries/${refused!.id}/replay`).set('X-Access-Token', admin.accessToken).expect(200);
+      expect(replayed.body.stored_events).to.equal(0);
+      expect(replayed.body.delivery).to.include({ resolved_at: resolved!.resolved_at });
+      expect(replayed.body.delivery.replayed_at).to.be.a('string');
+      await client.request.post(`/api/admin/refused-deliveries/${refused!.id}/replay`).set('X-Access-Token', admin.accessToken).expect(422);
+      expect((await ownList()).items[0]).to.include({ resolved_at: resolved!.resolved_at });
+    });
+
+    it('stays unresolved while only some of its events are stored, and resolves with the last', async () => {
+      const conversationId = randomUUID();
+      await post(conversationId, [message('exists')]).expect(200);
+      const [first, second, unknown] = [message('one'), message('two'), unknownKindEvent('late')];
+      await post(conversationId, [first, unknown, second]).expect(422);
+      await post(conversationId, [first, second]).expect(200); // the known events, sent apart
+      expect((await ownList()).items[0]).to.include({ resolved_at: null });
+      expect((await conversationOf(conversationId)).delivery_refusals).to.include({ count: 1 });
+
+      const upgraded = await createTestApp({ webhookEventCompatibility: 'accept-unknown' });
+      await postEvents(upgraded, owner.sessionApiKey, conversationId, [unknown]).expect(200);
+      expect((await ownList()).items[0]!.resolved_at).to.be.a('string');
+      expect((await conversationOf(conversationId)).delivery_refusals).to.equal(null);
+    });
+
+    it('counts only the unresolved refusals of a conversation, the latest of them as last', async () => {
+      const conversationId = randomUUID();
+      await post(conversationId, [message('exists')]).expect(200);
+      const later = unknownKindEvent('still refused');
+      await post(conversationId, [unknownKindEvent('will arrive')]).expect(422);
+      const [arriving] = (await ownList()).items;
+      await post(conversationId, [message('m'), later]).expect(422);
+      expect((await conversationOf(conversationId)).delivery_refusals).to.include({ count: 2 });
+      const upgraded = await createTestApp({ webhookEventCompatibility: 'accept-unknown' });
+      await client.request.post(`/api/admin/refused-deliveries/${arriving!.id}/replay`).set('X-Access-Token', admin.accessToken).expect(422);
+      await upgraded.request.post(`/api/admin/refused-deliveries/${arriving!.id}/replay`).set('X-Access-Token', admin.accessToken).expect(200);
+      const summary = (await conversationOf(conversationId)).delivery_refusals;
+      expect(summary).to.include({ count: 1, last_status: 422 });
+      expect((await ownList('?resolved=false')).items.map((i) => i.event_count)).to.deep.equal([2]);
+    });
+
+    it('is judged in the refusal\'s own user\'s conversation only: the same events stored by another user resolve nothing', async () => {
+      const conversationId = randomUUID();
+      const other = await createUserFixture();
+      await post(conversationId, [message('theirs')], other.sessionApiKey).expect(200); // the other user's conversation
+      const events = [message('same id'), unknownKindEvent('same id too')];
+      await post(conversationId, events).expect(422); // refused before the owner check: kept for the owner's key
+      const upgraded = await createTestApp({ webhookEventCompatibility: 'accept-unknown' });
+      await postEvents(upgraded, other.sessionApiKey, conversationId, events).expect(200);
+      expect((await ownList()).items[0]).to.include({ resolved_at: null });
+      expect((await conversationOf(conversationId, other)).delivery_refusals).to.equal(null);
+    });
+
+    it('never resolves a body that is not a JSON array of events with ids', async () => {
+      const conversationId = randomUUID();
+      await post(conversationId, [message('exists')]).expect(200);
+      await post(conversationId, '[{"kind": "MessageEvent"').expect(422);
+      await post(conversationId, [{ kind: 'FutureAnalysisEvent', timestamp: '2026-11-27T08:00:00.000000' }]).expect(422);
+      const [{ n }] = (await sql('select count(*)::int as n from refused_deliveries where event_ids is null')) as [{ n: number }];
+      expect(n).to.equal(2);
+      expect((await ownList('?resolved=true')).items).to.be.empty;
+      expect((await conversationOf(conversationId)).delivery_refusals).to.include({ count: 2 });
     });
   });
 
@@ -231,7 +336,7 @@ describe('refused deliveries (the refusal ledger)', () => {
     });
   });
 
-  describe('retention (REFUSED_DELIVERY_RETENTION_DAYS)', () => {
+  describe('the hourly sweep: retention (REFUSED_DELIVERY_RETENTION_DAYS) and resolutions kept', () => {
     it('deletes refusals not seen for the retention period and keeps the others', async () => {
       await post(randomUUID(), [unknownKindEvent('old')]).expect(422);
       await post(randomUUID(), [unknownKindEvent('recent')]).expect(422);
@@ -241,6 +346,30 @@ describe('refused deliveries (the refusal ledger)', () => {
       const deleted = await new RefusedDeliveryRetention(testDatabase().orm.em, 14, createLogger('silent')).sweep();
       expect(deleted).to.equal(1);
       expect((await adminList()).items.map((i) => i.id)).to.deep.equal([recent!.id]);
+    });
+
+    it('keeps resolved_at of the refusals resolved since, so that reads no longer probe their events', async () => {
+      const conversationId = randomUUID();
+      await post(conversationId, [message('exists')]).expect(200);
+      const arriving = unknownKindEvent('arrives');
+      await post(conversationId, [arriving]).expect(422);
+      await post(conversationId, [unknownKindEvent('never')]).expect(422);
+      const upgraded = await createTestApp({ webhookEventCompatibility: 'accept-unknown' });
+      await postEvents(upgraded, owner.sessionApiKey, conversationId, [arriving]).expect(200);
+      const [open, resolved] = (await ownList()).items;
+      expect(open!.resolved_at).to.equal(null);
+      expect(resolved!.resolved_at).to.be.a('string');
+      const kept = async () => (await sql('select id, resolved_at from refused_deliveries where resolved_at is not null')) as { id: string; resolved_at: Date | string }[];
+      expect(await kept()).to.be.empty; // found when read, not kept yet
+
+      await new RefusedDeliveryRetention(testDatabase().orm.em, 14, createLogger('silent')).sweep();
+      const rows = await kept();
+      expect(rows.map((row) => Number(row.id))).to.deep.equal([resolved!.id]);
+      expect(new Date(rows[0]!.resolved_at).toISOString()).to.equal(resolved!.resolved_at);
+      expect((await ownList()).items.map((i) => i.resolved_at)).to.deep.equal([null, resolved!.resolved_at]);
+      expect((await ownList('?resolved=false')).items.map((i) => i.id)).to.deep.equal([open!.id]);
+      const conversation = (await client.request.get(`/api/v1/conversations/${conversationId}`).set('X-Access-Token', owner.accessToken).expect(200)).body;
+      expect(conversation.delivery_refusals).to.include({ count: 1 });
     });
   });
 });

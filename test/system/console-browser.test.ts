@@ -10,9 +10,11 @@ import type { Page } from 'playwright-core';
 import { minimalEvent } from '../fixtures/events.ts';
 import { browserSuite, expectAccessible, expectFitsPhone, photograph, SCREENSHOTS } from '../helpers/browser.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
+import { createTestApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { rememberSecret } from '../helpers/secret-scan.ts';
-import { webhookPath } from '../helpers/webhook.ts';
+import { postEvents, webhookPath } from '../helpers/webhook.ts';
+import { WebhookSubscriber } from '../helpers/webhook-subscriber.ts';
 
 /** One event of each SDK class, as the agent-server sends them (see fixtures/agent-server/generator). */
 const SDK_EVENTS = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, '..', 'fixtures', 'agent-server', 'events.json'), 'utf8')) as Record<string, unknown>[];
@@ -620,6 +622,51 @@ describe('console in a browser (headless Chromium)', function () {
     await row.locator('button.replay').click();
     // Still invalid under the strict contract: refused again, said so, and the row stays replayable.
     await page.locator('#refused .notice.error', { hasText: 'was refused again' }).waitFor();
+    expect(suite.errors).to.deep.equal([]);
+  });
+
+  it('drops the banner by itself once the agent-server\'s own retry is accepted (the policy switched to accept-unknown), and the admin page says resolved', async () => {
+    const conversationId = randomUUID();
+    await post(conversationId, [message('Upgrade the SDK')]);
+    await titled(conversationId, 'Upgrade the SDK');
+    // The agent-server's client: the refused batch goes back to the front of its queue and is retried on each flush.
+    const upgraded = await createTestApp({ webhookEventCompatibility: 'accept-unknown' });
+    let accepting = false;
+    const subscriber = new WebhookSubscriber(conversationId, async (hex, events) => {
+      if (accepting) return (await postEvents(upgraded, user.sessionApiKey, hex, events)).status;
+      const response = await fetch(`${suite.baseUrl}${webhookPath(hex)}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
+        body: JSON.stringify(events),
+      });
+      await response.arrayBuffer(); // read, so that the connection is free for the next attempt
+      return response.status;
+    });
+    await subscriber.publish(message('while the server was strict'));
+    await subscriber.publish({ kind: 'FutureAnalysisEvent', id: randomUUID(), timestamp: '2026-11-27T08:00:00', source: 'environment', risk: 'LOW' });
+    await subscriber.flush();
+    expect(subscriber.statuses).to.deep.equal([422, 422, 422, 422]);
+    await signIn(user.accessToken, `#/conversations/${conversationId}`);
+    await page.locator('#delivery-refusals').waitFor();
+
+    accepting = true;
+    await subscriber.flush();
+    expect(subscriber.statuses.at(-1)).to.equal(200);
+    await page.reload();
+    await page.locator('.card.unrecognized', { hasText: 'FutureAnalysisEvent' }).waitFor();
+    expect(await page.locator('#delivery-refusals').count()).to.equal(0);
+    await expectAccessible(page);
+    await photograph(page, 'conversation-refusal-resolved');
+
+    const admin = await createUserFixture({ superAdmin: true });
+    await page.evaluate(() => sessionStorage.clear());
+    await signIn(admin.accessToken, '#/admin');
+    const row = page.locator('#refused-deliveries tbody tr', { hasText: conversationId.replace(/-/g, '') });
+    await row.waitFor();
+    expect(await row.textContent()).to.include('Resolved');
+    expect(await row.locator('button.replay').count()).to.equal(0);
+    await page.locator('#refused').scrollIntoViewIfNeeded();
+    await photograph(page, 'admin-refused-resolved');
     expect(suite.errors).to.deep.equal([]);
   });
 

@@ -116,6 +116,32 @@ describe('database migrations', function () {
     expect(await ingestFunctionExists()).to.equal(true);
   });
 
+  it('fills the event ids of refusals kept before Migration20261127190000_refusal_event_ids from their bodies', async () => {
+    await dropSchema();
+    await testDatabase().orm.getMigrator().up({ to: 'Migration20261127150000_outbound_operations' });
+    const bodies: [string, Buffer | null][] = [
+      ['events', Buffer.from(JSON.stringify([{ kind: 'MessageEvent', id: 'b' }, { kind: 'StreamingDeltaEvent' }, { kind: 'FutureEvent', id: 'a' }, { kind: 'MessageEvent', id: 'b' }]))],
+      ['long', Buffer.from(JSON.stringify(Array.from({ length: 1200 }, (_, i) => ({ kind: 'MessageEvent', id: `e${i}` }))))],
+      ['no id', Buffer.from(JSON.stringify([{ kind: 'MessageEvent' }]))],
+      ['not json', Buffer.from('[{"kind": "MessageEvent"')],
+      ['not utf-8', Buffer.from([0x5b, 0xff, 0x5d])],
+      ['not read', null],
+    ];
+    for (const [fingerprint, body] of bodies) {
+      await query(
+        `insert into refused_deliveries (owner_id, conversation_id, status, reason, detail, fingerprint, body) values (?, 'c', 422, 'r', 'd', ?, ?)`,
+        [randomUUID(), fingerprint, body],
+      );
+    }
+    await migrate(testDatabase().orm);
+    const rows = await query<{ fingerprint: string; event_ids: string[] | null }>('select fingerprint, event_ids from refused_deliveries order by id');
+    const kept = new Map(rows.map((row) => [row.fingerprint, row.event_ids]));
+    expect(kept.get('events')).to.deep.equal(['b', 'a']);
+    expect(kept.get('long')).to.have.length(1000);
+    expect(kept.get('long')!.at(-1)).to.equal('e999');
+    for (const fingerprint of ['no id', 'not json', 'not utf-8', 'not read']) expect(kept.get(fingerprint), fingerprint).to.equal(null);
+  });
+
   it('lets two processes migrate a fresh schema at the same time (advisory lock): both succeed, each migration runs once', async () => {
     await dropSchema();
     // Two ORMs with their own pools stand in for two server processes starting together.

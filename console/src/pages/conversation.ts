@@ -249,13 +249,13 @@ function fact(label: string, value: Node | string): HTMLElement {
   return h('div', null, h('dt', null, label), h('dd', null, value));
 }
 
-/** Says that batches of this conversation were refused: their events are missing until replayed or resent. */
+/** Says that batches of this conversation were refused and are unresolved: their events are missing until resent or replayed. */
 function refusalBanner(refusals: NonNullable<Conversation['delivery_refusals']>): HTMLElement {
   const batches = `${refusals.count} batch${refusals.count === 1 ? '' : 'es'}`;
   return h(
     'div',
     { class: 'notice error refusal-banner', role: 'status', id: 'delivery-refusals' },
-    h('p', null, h('strong', null, `The server refused ${batches} of this conversation’s events`), ' (last ', String(refusals.last_status), ', ', time(refusals.last_at), '). Events in them are missing here until an administrator replays them.'),
+    h('p', null, h('strong', null, `The server refused ${batches} of this conversation’s events`), ' (last ', String(refusals.last_status), ', ', time(refusals.last_at), '). Events in them are missing here until the agent-server’s retry is accepted or an administrator replays them.'),
     // The detail may quote what the agent sent: text, never markup.
     h('details', { class: 'refusal-detail' }, h('summary', null, 'Why'), h('code', null, refusals.last_detail)),
   );

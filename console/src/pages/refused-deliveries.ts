@@ -26,7 +26,7 @@ export async function showRefusedDeliveries(section: HTMLElement): Promise<void>
   replace(
     section,
     title,
-    h('p', { class: 'hint' }, 'Webhook batches answered 413 or 422, kept with their body. Replay stores one under today’s rules.'),
+    h('p', { class: 'hint' }, 'Webhook batches answered 413 or 422, kept with their body. Replay stores one under today’s rules; one whose events all arrived since (the agent-server’s retry accepted) is resolved.'),
     h(
       'div',
       { class: 'table-wrap' },
@@ -54,7 +54,9 @@ export async function showRefusedDeliveries(section: HTMLElement): Promise<void>
 }
 
 function refusalRow(item: RefusedDelivery, message: HTMLElement): HTMLElement {
-  const action = h('td', { class: 'actions' }, item.replayed_at ? h('span', { class: 'hint' }, 'Replayed ', time(item.replayed_at)) : replayButton(item, message));
+  // Resolved by the agent-server's own retry: nothing is missing, a replay would store nothing.
+  const done = item.replayed_at ? h('span', { class: 'hint' }, 'Replayed ', time(item.replayed_at)) : item.resolved_at ? h('span', { class: 'hint resolved' }, 'Resolved ', time(item.resolved_at)) : null;
+  const action = h('td', { class: 'actions' }, done ?? replayButton(item, message));
   return h(
     'tr',
     { 'data-id': String(item.id) },

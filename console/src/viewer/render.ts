@@ -187,7 +187,7 @@ function unrecognizedCard(stored: StoredEvent, unrecognized: NonNullable<StoredE
   return h(
     'details',
     { class: 'card unrecognized' },
-    h('summary', null, h('span', { class: 'tool' }, String(stored.event.kind)), ' ', h('span', { class: 'badge', 'data-status': 'unrecognized' }, label), meta(stored, rows)),
+    h('summary', null, h('span', { class: 'tool' }, String(stored.event.kind)), ' ', h('span', { class: 'badge', 'data-status': 'unrecognized' }, label), meta(stored, rows, false)),
     unrecognized.properties.length ? h('p', { class: 'chips' }, ...unrecognized.properties.map((path) => h('code', { class: 'chip' }, path))) : null,
     h('pre', { class: 'output', tabindex: 0 }, stringify(stored.event)),
   );

@@ -10,6 +10,7 @@ function pageQuery(query: ListQuery) {
   return {
     conversationId: query.conversation_id,
     since: query.since === undefined ? undefined : new Date(query.since),
+    resolved: query.resolved,
     limit: query.limit ?? 20,
     cursor: query.cursor,
   };
