@@ -90,9 +90,11 @@ class TextCollector {
 
 /** Text PostgreSQL and JSON both keep: no NUL, no lone surrogate, whitespace runs as one space. */
 export function plainText(value: string): string {
-  // toWellFormed: each lone surrogate becomes U+FFFD.
-  return value.toWellFormed().replace(/[\s\u0000]+/g, ' ');
+  return (value as WellFormable).toWellFormed().replace(/[\s\u0000]+/g, ' ');
 }
+
+/** ES2024's String.prototype.toWellFormed (Node 20+): each lone surrogate becomes U+FFFD, natively. */
+type WellFormable = string & { toWellFormed(): string };
 
 type Fields = Record<string, unknown>;
 
