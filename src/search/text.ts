@@ -279,26 +279,23 @@ function placeWord(folded: string, at: number, put: (lexeme: string, position: n
   return used;
 }
 
-/** A tsvector literal under construction: each lexeme's positions in the order given, as PostgreSQL keeps them. */
-class VectorBuilder {
-  private readonly entries = new Map<string, { positions: string; count: number; last: number }>();
+/** An event's index lexemes, each with its positions in ascending order (as PostgreSQL keeps them: 256 at most, up to MAX_POSITION). */
+export type IndexLexemes = Map<string, number[]>;
 
-  readonly put = (lexeme: string, position: number): void => {
+function lexemeCollector(lexemes: IndexLexemes): (lexeme: string, position: number) => void {
+  return (lexeme, position) => {
     if (position > MAX_POSITION) return;
-    const entry = this.entries.get(lexeme);
-    if (entry === undefined) this.entries.set(lexeme, { positions: String(position), count: 1, last: position });
-    else if (entry.count < MAX_POSITIONS_PER_LEXEME && entry.last !== position) {
-      entry.positions += `,${position}`;
-      entry.count++;
-      entry.last = position;
-    }
+    const list = lexemes.get(lexeme);
+    if (list === undefined) lexemes.set(lexeme, [position]);
+    else if (list.length < MAX_POSITIONS_PER_LEXEME && list[list.length - 1] !== position) list.push(position);
   };
+}
 
-  literal(): string {
-    const parts: string[] = [];
-    for (const [lexeme, entry] of this.entries) parts.push(`${quoteLexeme(lexeme)}:${entry.positions}`);
-    return parts.join(' ');
-  }
+/** The tsvector literal of index lexemes (what `lexemes::tsvector` reads). */
+export function vectorLiteral(lexemes: IndexLexemes): string {
+  const parts: string[] = [];
+  for (const [lexeme, positions] of lexemes) parts.push(`${quoteLexeme(lexeme)}:${positions.join(',')}`);
+  return parts.join(' ');
 }
 
 const LOWER = 1;
@@ -324,18 +321,23 @@ function isWordCodePoint(code: number): boolean {
   return word;
 }
 
+/** The index's tsvector of an event's text as a literal (see `indexLexemes`). */
+export function indexVector(text: string): string {
+  return vectorLiteral(indexLexemes(text));
+}
+
 /**
  * The index's tsvector of an event's text, with positions (for phrases): every folded word; the words
  * of an identifier (`parseDuration` → `parse` `duration`, the whole at each of their positions); the
- * characters and pairs of unspaced scripts. A tsvector literal: PostgreSQL takes it as it is (no
- * parser, no dictionary, no locale), so every database indexes every script alike.
+ * characters and pairs of unspaced scripts. PostgreSQL takes them as they are (no parser, no
+ * dictionary, no locale), so every database indexes every script alike.
  *
  * Words are WORD's matches; an ASCII word (most of agent output) is split and lower-cased from its
  * character codes in one pass, the others by the Unicode rules (SUBWORD_BOUNDARY, foldText, placeWord).
  */
-export function indexVector(text: string): string {
-  const vector = new VectorBuilder();
-  const { put } = vector;
+export function indexLexemes(text: string): IndexLexemes {
+  const lexemes: IndexLexemes = new Map();
+  const put = lexemeCollector(lexemes);
   // Lower case of the whole text keeps its offsets only when it is ASCII.
   const lower = Buffer.byteLength(text) === text.length ? text.toLowerCase() : null;
   const lowerSlice = (from: number, to: number) => (lower === null ? text.slice(from, to).toLowerCase() : lower.slice(from, to));
@@ -398,7 +400,7 @@ export function indexVector(text: string): string {
     }
     at += boundaries.length;
   }
-  return vector.literal();
+  return lexemes;
 }
 
 const cutAscii = (lexeme: string) => (lexeme.length > LEXEME_LIMIT ? lexeme.slice(0, LEXEME_LIMIT) : lexeme);
