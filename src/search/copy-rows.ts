@@ -2,8 +2,8 @@ import type { IndexLexemes } from './text.ts';
 
 /**
  * `event_search` rows in PostgreSQL's binary COPY format: the tsvector goes as its binary form
- * (tsvectorrecv), so the server neither parses a literal nor an array of them — measured as a third of
- * the database's CPU per indexed event with the text path (docs/search.md, "What indexing costs").
+ * (tsvectorrecv), so the server parses neither a literal nor an array of them: a quarter less of its
+ * CPU per indexed event than the text path (docs/search.md, "What indexing costs").
  */
 
 /** Microseconds from the Unix epoch to PostgreSQL's (2000-01-01). */
