@@ -5,7 +5,8 @@ import { isDatabaseUnavailable } from '../db/errors.ts';
 import { OutageLog, type OutageObserver } from '../observability/outage-log.ts';
 import { MAX_REST_MS, REST_FACTOR, type IngestPressure } from '../outbound/ingest-pressure.ts';
 import * as queries from './queries.ts';
-import { eventText, indexVector } from './text.ts';
+import type { IndexRow } from './copy-rows.ts';
+import { eventText, indexLexemes } from './text.ts';
 
 /** Arbitrary constant: the advisory lock of the one indexing transaction at a time (across instances). */
 export const SEARCH_INDEXER_LOCK_ID = 7_240_135;
@@ -107,19 +108,22 @@ export class SearchIndexer {
       }
       const events = await queries.pendingEvents(trx, taken);
       const owners = new Map(taken.map((range) => [range.id, range.owner_id]));
-      const rows: queries.IndexRows = { conversationIds: [], seqs: [], owners: [], kinds: [], sources: [], eventTimes: [], lexemes: [] };
+      const rows: IndexRow[] = [];
       for (const [i, event] of events.entries()) {
         if (i > 0 && i % EVENTS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
-        const lexemes = indexVector(textOfPayload(event.payload));
-        rows.conversationIds.push(event.conversation_id);
-        rows.seqs.push(event.seq);
-        rows.owners.push(owners.get(event.conversation_id)!);
-        rows.kinds.push(event.kind);
-        rows.sources.push(event.source);
-        rows.eventTimes.push(event.event_time);
-        rows.lexemes.push(lexemes);
+        rows.push({
+          conversationId: event.conversation_id,
+          seq: event.seq,
+          ownerId: owners.get(event.conversation_id)!,
+          kind: event.kind,
+          source: event.source,
+          eventMicros: event.event_micros,
+          lexemes: indexLexemes(textOfPayload(event.payload)),
+        });
       }
-      await queries.insertIndexRows(trx, rows);
+      // Under the lock the watermarks say no row is there yet: a binary COPY; should one be, the insert that skips it.
+      if (await queries.indexRowsPresent(trx, taken)) await queries.insertIndexRows(trx, rows);
+      else await queries.copyIndexRows(trx, rows);
       await queries.advanceWatermarks(trx, taken);
       this.resumeAfter = taken[taken.length - 1]!.id;
       return { skipped: false, conversations: taken.length, events: events.length };

@@ -1,7 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Knex } from '@mikro-orm/postgresql';
+import { from as copyFrom } from 'pg-copy-streams';
 import { sqlRows, sqlRun, type SqlRunner } from '../db/sql.ts';
+import { INDEX_COLUMNS, IndexRowsCopy, type IndexRow } from './copy-rows.ts';
 import type { SearchQuery, SearchTerm } from './query.ts';
-import { quoteLexeme } from './text.ts';
+import { quoteLexeme, vectorLiteral } from './text.ts';
 
 /** The search index's SQL: the indexer's reads and writes, the hits, their count, the watermark. */
 
@@ -149,14 +152,16 @@ export interface PendingEvent {
   seq: number;
   kind: string;
   source: string | null;
-  event_time: Date;
+  /** event_time in microseconds since the Unix epoch, as text (exact; a Date keeps milliseconds). */
+  event_micros: string;
   payload: string;
 }
 
 export function pendingEvents(trx: SqlRunner, ranges: readonly PendingRange[]): Promise<PendingEvent[]> {
   return sqlRows<PendingEvent>(
     trx,
-    `select e.conversation_id, e.seq, e.kind, e.source, e.event_time, e.payload::text as payload
+    `select e.conversation_id, e.seq, e.kind, e.source, (extract(epoch from e.event_time) * 1000000)::bigint::text as event_micros,
+       e.payload::text as payload
      from unnest($1::uuid[], $2::integer[], $3::integer[]) r(id, from_seq, to_seq)
      join conversation_events e on e.conversation_id = r.id and e.seq between r.from_seq and r.to_seq
      order by e.received_at, e.conversation_id, e.seq`,
@@ -164,27 +169,54 @@ export function pendingEvents(trx: SqlRunner, ranges: readonly PendingRange[]): 
   );
 }
 
-/** The index rows of events, in the order they were received (their ordinals, so hits come newest first); a row already there stays. */
-export interface IndexRows {
-  conversationIds: string[];
-  seqs: number[];
-  owners: string[];
-  kinds: string[];
-  sources: (string | null)[];
-  eventTimes: Date[];
-  lexemes: string[];
+/** Whether any event of the ranges is in the index already (never, while the watermarks hold: then a plain COPY is safe). */
+export async function indexRowsPresent(trx: SqlRunner, ranges: readonly PendingRange[]): Promise<boolean> {
+  const [row] = await sqlRows<{ present: boolean }>(
+    trx,
+    `select exists (select from unnest($1::uuid[], $2::integer[], $3::integer[]) r(id, from_seq, to_seq)
+       join event_search s on s.conversation_id = r.id and s.seq between r.from_seq and r.to_seq) as present`,
+    [ranges.map((r) => r.id), ranges.map((r) => r.from_seq), ranges.map((r) => r.to_seq)],
+  );
+  return row!.present;
 }
 
-export function insertIndexRows(trx: SqlRunner, rows: IndexRows): Promise<number> {
+/** The index rows of events, in the order they were received (their ordinals, so hits come newest first), by a binary COPY. */
+export async function copyIndexRows(trx: Knex.Transaction, rows: readonly IndexRow[]): Promise<void> {
+  const copy = new IndexRowsCopy();
+  for (const row of rows) copy.add(row);
+  const connection = await trx.client.acquireConnection();
+  try {
+    const stream = connection.query(copyFrom(`copy event_search ${INDEX_COLUMNS} from stdin (format binary)`));
+    await new Promise<void>((resolve, reject) => {
+      stream.on('error', reject);
+      stream.on('finish', resolve);
+      stream.end(copy.finish());
+    });
+  } finally {
+    trx.client.releaseConnection(connection);
+  }
+}
+
+/** The same rows by an insert that leaves a row already there (the slow path, when `indexRowsPresent`). */
+export function insertIndexRows(trx: SqlRunner, rows: readonly IndexRow[]): Promise<number> {
   return sqlRun(
     trx,
-    `insert into event_search (conversation_id, seq, owner_id, kind, source, event_time, lexemes)
-     select r.conversation_id, r.seq, r.owner_id, r.kind, r.source, r.event_time, r.lexemes::tsvector
-     from unnest($1::uuid[], $2::integer[], $3::uuid[], $4::text[], $5::text[], $6::timestamptz[], $7::text[])
-       with ordinality as r(conversation_id, seq, owner_id, kind, source, event_time, lexemes, received)
+    `insert into event_search ${INDEX_COLUMNS}
+     select r.conversation_id, r.seq, r.owner_id, r.kind, r.source,
+       timestamptz 'epoch' + r.event_micros * interval '1 microsecond', r.lexemes::tsvector
+     from unnest($1::uuid[], $2::integer[], $3::uuid[], $4::text[], $5::text[], $6::bigint[], $7::text[])
+       with ordinality as r(conversation_id, seq, owner_id, kind, source, event_micros, lexemes, received)
      order by r.received
      on conflict (conversation_id, seq) do nothing`,
-    [rows.conversationIds, rows.seqs, rows.owners, rows.kinds, rows.sources, rows.eventTimes, rows.lexemes],
+    [
+      rows.map((r) => r.conversationId),
+      rows.map((r) => r.seq),
+      rows.map((r) => r.ownerId),
+      rows.map((r) => r.kind),
+      rows.map((r) => r.source),
+      rows.map((r) => r.eventMicros),
+      rows.map((r) => vectorLiteral(r.lexemes)),
+    ],
   );
 }
 

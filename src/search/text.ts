@@ -90,10 +90,11 @@ class TextCollector {
 
 /** Text PostgreSQL and JSON both keep: no NUL, no lone surrogate, whitespace runs as one space. */
 export function plainText(value: string): string {
-  return value.replace(LONE_SURROGATE, '\uFFFD').replace(/[\s\u0000]+/g, ' ');
+  return (value as WellFormable).toWellFormed().replace(/[\s\u0000]+/g, ' ');
 }
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+/** ES2024's String.prototype.toWellFormed (Node 20+): each lone surrogate becomes U+FFFD, natively. */
+type WellFormable = string & { toWellFormed(): string };
 
 type Fields = Record<string, unknown>;
 
@@ -235,10 +236,8 @@ const UNSPACED = new RegExp(`[${UNSPACED_CLASS}]`, 'u');
 const UNSPACED_RUNS = new RegExp(`[${UNSPACED_CLASS}][${UNSPACED_CLASS}\\p{M}]*|[^${UNSPACED_CLASS}]+`, 'gu');
 /** A word: letters, combining marks and digits. */
 export const WORD = /[\p{L}\p{M}\p{N}]+/gu;
-const ASCII_WORD = /[A-Za-z0-9]+/g;
 /** Where an identifier splits into words: camelCase, HTTPServer, letters and digits. */
 const SUBWORD_BOUNDARY = /(?<=\p{Ll})(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})|(?<=\p{L})(?=\p{N})|(?<=\p{N})(?=\p{L})/u;
-const ASCII_SUBWORD = /[a-z][A-Z]|[A-Z][A-Z][a-z]|[A-Za-z][0-9]|[0-9][A-Za-z]/;
 /** PostgreSQL keeps positions up to 16,383 and 256 of them per lexeme. */
 const MAX_POSITION = 16_383;
 const MAX_POSITIONS_PER_LEXEME = 256;
@@ -280,42 +279,144 @@ function placeWord(folded: string, at: number, put: (lexeme: string, position: n
   return used;
 }
 
+/** An event's index lexemes, each with its positions in ascending order (as PostgreSQL keeps them: 256 at most, up to MAX_POSITION). */
+export type IndexLexemes = Map<string, number[]>;
+
+function lexemeCollector(lexemes: IndexLexemes): (lexeme: string, position: number) => void {
+  return (lexeme, position) => {
+    if (position > MAX_POSITION) return;
+    const list = lexemes.get(lexeme);
+    if (list === undefined) lexemes.set(lexeme, [position]);
+    else if (list.length < MAX_POSITIONS_PER_LEXEME && list[list.length - 1] !== position) list.push(position);
+  };
+}
+
+/** The tsvector literal of index lexemes (what `lexemes::tsvector` reads). */
+export function vectorLiteral(lexemes: IndexLexemes): string {
+  const parts: string[] = [];
+  for (const [lexeme, positions] of lexemes) parts.push(`${quoteLexeme(lexeme)}:${positions.join(',')}`);
+  return parts.join(' ');
+}
+
+const LOWER = 1;
+const UPPER = 2;
+const DIGIT = 3;
+/** The class of an ASCII letter or digit (0: not a word character; non-ASCII: -1). */
+function asciiClass(code: number): number {
+  if (code >= 97 && code <= 122) return LOWER;
+  if (code >= 65 && code <= 90) return UPPER;
+  if (code >= 48 && code <= 57) return DIGIT;
+  return code < 0x80 ? 0 : -1;
+}
+
+const WORD_CHARACTER = /^[\p{L}\p{M}\p{N}]$/u;
+const wordCharacters = new Map<number, boolean>();
+/** Whether a non-ASCII code point belongs to a word (WORD), remembered. */
+function isWordCodePoint(code: number): boolean {
+  let word = wordCharacters.get(code);
+  if (word === undefined) {
+    word = WORD_CHARACTER.test(String.fromCodePoint(code));
+    if (wordCharacters.size < 100_000) wordCharacters.set(code, word);
+  }
+  return word;
+}
+
+/** The index's tsvector of an event's text as a literal (see `indexLexemes`). */
+export function indexVector(text: string): string {
+  return vectorLiteral(indexLexemes(text));
+}
+
 /**
  * The index's tsvector of an event's text, with positions (for phrases): every folded word; the words
  * of an identifier (`parseDuration` → `parse` `duration`, the whole at each of their positions); the
- * characters and pairs of unspaced scripts. A tsvector literal: PostgreSQL takes it as it is (no
- * parser, no dictionary, no locale), so every database indexes every script alike.
+ * characters and pairs of unspaced scripts. PostgreSQL takes them as they are (no parser, no
+ * dictionary, no locale), so every database indexes every script alike.
+ *
+ * Words are WORD's matches; an ASCII word (most of agent output) is split and lower-cased from its
+ * character codes in one pass, the others by the Unicode rules (SUBWORD_BOUNDARY, foldText, placeWord).
  */
-export function indexVector(text: string): string {
-  const positions = new Map<string, number[]>();
-  const put = (lexeme: string, position: number) => {
-    if (position > MAX_POSITION) return;
-    const list = positions.get(lexeme);
-    if (list === undefined) positions.set(lexeme, [position]);
-    else if (list.length < MAX_POSITIONS_PER_LEXEME && list[list.length - 1] !== position) list.push(position);
-  };
+export function indexLexemes(text: string): IndexLexemes {
+  const lexemes: IndexLexemes = new Map();
+  const put = lexemeCollector(lexemes);
+  // Lower case of the whole text keeps its offsets only when it is ASCII.
+  const lower = Buffer.byteLength(text) === text.length ? text.toLowerCase() : null;
+  const lowerSlice = (from: number, to: number) => (lower === null ? text.slice(from, to).toLowerCase() : lower.slice(from, to));
+  const boundaries: number[] = [];
   let at = 1;
-  // Most agent output is ASCII: its words need neither Unicode classes nor folding beyond lower case.
-  const ascii = ASCII.test(text);
-  for (const [word] of text.matchAll(ascii ? ASCII_WORD : WORD)) {
-    if (at > MAX_POSITION) break;
-    const folded = ascii ? word.toLowerCase() : foldText(word);
-    if (ascii ? ASCII_SUBWORD.test(word) : SUBWORD_BOUNDARY.test(word) && !isUnspaced(folded)) {
-      const parts = word.split(SUBWORD_BOUNDARY);
-      parts.forEach((part, i) => {
-        put(cut(foldText(part)), at + i);
-        put(cut(folded), at + i);
-      });
-      at += parts.length;
-    } else if (ascii) {
-      put(cut(folded), at++);
-    } else {
-      at += placeWord(folded, at, put);
+  let i = 0;
+  const n = text.length;
+  while (i < n && at <= MAX_POSITION) {
+    let kind = asciiClass(text.charCodeAt(i));
+    if (kind === 0) {
+      i++;
+      continue;
     }
+    if (kind < 0) {
+      const code = text.codePointAt(i)!;
+      if (!isWordCodePoint(code)) {
+        i += code > 0xffff ? 2 : 1;
+        continue;
+      }
+    }
+    // One word: its ASCII subword boundaries on the way, unless a non-ASCII character makes it a Unicode word.
+    const start = i;
+    let ascii = true;
+    let before = 0;
+    let previous = 0;
+    boundaries.length = 0;
+    while (i < n) {
+      kind = asciiClass(text.charCodeAt(i));
+      if (kind === 0) break;
+      if (kind < 0) {
+        const code = text.codePointAt(i)!;
+        if (!isWordCodePoint(code)) break;
+        ascii = false;
+        i += code > 0xffff ? 2 : 1;
+        continue;
+      }
+      if (ascii && previous !== 0) {
+        if ((previous === LOWER && kind === UPPER) || (previous !== DIGIT) === (kind === DIGIT)) boundaries.push(i);
+        else if (before === UPPER && previous === UPPER && kind === LOWER) boundaries.push(i - 1);
+      }
+      before = previous;
+      previous = kind;
+      i++;
+    }
+    if (!ascii) {
+      at = placeUnicodeWord(text.slice(start, i), at, put);
+      continue;
+    }
+    const folded = cutAscii(lowerSlice(start, i));
+    if (boundaries.length === 0) {
+      put(folded, at++);
+      continue;
+    }
+    let from = start;
+    boundaries.push(i);
+    for (const [k, to] of boundaries.entries()) {
+      put(cutAscii(lowerSlice(from, to)), at + k);
+      put(folded, at + k);
+      from = to;
+    }
+    at += boundaries.length;
   }
-  let vector = '';
-  for (const [lexeme, list] of positions) vector += `${vector === '' ? '' : ' '}${quoteLexeme(lexeme)}:${list.join(',')}`;
-  return vector;
+  return lexemes;
+}
+
+const cutAscii = (lexeme: string) => (lexeme.length > LEXEME_LIMIT ? lexeme.slice(0, LEXEME_LIMIT) : lexeme);
+
+/** A word with a non-ASCII character, from position `at`: returns the next free position. */
+function placeUnicodeWord(word: string, at: number, put: (lexeme: string, position: number) => void): number {
+  const folded = foldText(word);
+  if (SUBWORD_BOUNDARY.test(word) && !isUnspaced(folded)) {
+    const parts = word.split(SUBWORD_BOUNDARY);
+    parts.forEach((part, i) => {
+      put(cut(foldText(part)), at + i);
+      put(cut(folded), at + i);
+    });
+    return at + parts.length;
+  }
+  return at + placeWord(folded, at, put);
 }
 
 /** The lexemes a query term must find, each at its distance from the previous one (unspaced runs by their pairs). */
@@ -342,5 +443,6 @@ export function queryLexemes(foldedTerm: string): QueryLexeme[] {
 }
 
 export function quoteLexeme(lexeme: string): string {
+  if (!lexeme.includes('\\') && !lexeme.includes("'")) return `'${lexeme}'`;
   return `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 }

@@ -359,6 +359,37 @@ describe('GET /api/v1/search/events', () => {
       expect(response.body.detail[0].loc).to.deep.equal(['query', 'cursor']);
     });
 
+    it('indexes by binary COPY, and by an insert that skips rows already there when a watermark is behind them: the same rows either way', async () => {
+      const sql = async <T>(query: string, values: unknown[] = []) => (await testDatabase().orm.em.getConnection().execute(query, values)) as T[];
+      const conversation = randomUUID();
+      await post(owner, conversation, [message('user', 'zebracopy parseDuration Straße 東京都 it\'s a\\b'), message('agent', 'zebracopy two')]);
+      await indexer.catchUp();
+      const rows = () =>
+        sql<{ seq: number; lexemes: string; exact: boolean; ordinal: string }>(
+          `select s.seq, s.lexemes::text as lexemes, s.event_time = e.event_time as exact, s.ordinal::text as ordinal
+           from event_search s join conversation_events e using (conversation_id, seq) where s.conversation_id = ? order by s.seq`,
+          [conversation],
+        );
+      const copied = await rows();
+      expect(copied.map((row) => row.exact)).to.deep.equal([true, true]);
+      // The watermark moved back over indexed events (as if a crash had left the index ahead of it).
+      await post(owner, conversation, [message('agent', 'zebracopy three')]);
+      await sql('update conversations set search_from = 1 where id = ?', [conversation]);
+      await indexer.catchUp();
+      const after = await rows();
+      expect(after.slice(0, 2)).to.deep.equal(copied);
+      expect(after).to.have.length(3);
+      expect(after[2]!.exact).to.equal(true);
+      const [inserted] = await sql<{ lexemes: string }>(
+        `select ?::tsvector::text as lexemes`,
+        [(await import('../../src/search/text.ts')).indexVector('zebracopy parseDuration Straße 東京都 it\'s a\\b')],
+      );
+      expect(copied[0]!.lexemes).to.equal(inserted!.lexemes);
+      expect(await count(owner, { q: 'zebracopy' })).to.equal(3);
+      expect(await count(owner, { q: '"parse duration"' })).to.equal(1);
+      expect(await count(owner, { q: '京都' })).to.equal(1);
+    });
+
     it('removes the index rows of deleted events (retention)', async () => {
       const conversation = randomUUID();
       await post(owner, conversation, [message('user', 'zebragone soon'), message('user', 'zebragone too')]);
