@@ -14,9 +14,11 @@
  *      of phase 0) for BENCH_DELIVERY_SECONDS (30): latency from commit to the receiver, p50/p99.
  * The load runs in a process of its own (scripts/lib/ingest-load.ts, the kit's events). Latency = arrival at the receiver − the message's `timestamp` (its first event's `received_at`, the
  * ingest transaction's start, a few ms before its commit). The backlog, every second, is what the
- * database still owes: pending deliveries, plus (messages not fanned out + conversations owed a message)
+ * database still owes (see backlogOf): pending deliveries, plus (messages not fanned out + conversations owed a message)
  * × enabled endpoints. The receiver answers 204 at once over kept-alive connections, counts each
  * (message, endpoint) once, and checks every 100th signature with `standardwebhooks`.
+ * The drain's CPU (the server's, and the database backends') per delivery is printed too: on a busy
+ * machine the rate follows the CPU share the processes get, the CPU per delivery does not.
  * BENCH_SERVER_NODE_FLAGS adds Node.js flags to the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -106,17 +108,27 @@ interface Sample {
   phase: string;
   delivered: number;
   pending: number;
+  owedEvents: number;
 }
 
-/** The database's backlog: pending deliveries plus what is owed but not fanned out yet, × enabled endpoints. */
-async function backlog(db: pg.Client): Promise<number> {
-  const { rows } = await db.query<{ pending: number }>(
+/**
+ * The database's backlog: pending deliveries, plus messages not fanned out yet × enabled endpoints, plus
+ * conversations owed a message not made yet (one each, however many transactions: a lower bound) × endpoints;
+ * and the events not yet in a message (what the last term stands for).
+ */
+async function backlogOf(db: pg.Client): Promise<{ pending: number; owedEvents: number }> {
+  const { rows } = await db.query<{ pending: number; owed_events: number }>(
     `select ((select count(*) from webhook_endpoints e where not e.disabled) * (
                (select count(*) from webhook_messages where not fanned_out)
                + (select count(*) from conversations where webhook_events_from is not null))
-             + (select count(*) from webhook_deliveries where state = 'pending'))::integer as pending`,
+             + (select count(*) from webhook_deliveries where state = 'pending'))::integer as pending,
+            (select coalesce(sum(event_count - webhook_events_from + 1), 0) from conversations where webhook_events_from is not null)::integer as owed_events`,
   );
-  return rows[0]!.pending;
+  return { pending: rows[0]!.pending, owedEvents: rows[0]!.owed_events };
+}
+
+async function backlog(db: pg.Client): Promise<number> {
+  return (await backlogOf(db)).pending;
 }
 
 /** Samples the backlog and the receiver's count every second, under the current phase's name. */
@@ -146,8 +158,8 @@ class Sampler {
     this.busy = true;
     const delivered = this.receiver.seen.size;
     const second = Math.round((performance.now() - this.start) / 1000);
-    const pending = await backlog(this.db);
-    this.samples.push({ second, phase: this.phase, delivered: delivered - this.lastDelivered, pending });
+    const { pending, owedEvents } = await backlogOf(this.db);
+    this.samples.push({ second, phase: this.phase, delivered: delivered - this.lastDelivered, pending, owedEvents });
     this.lastDelivered = delivered;
     this.busy = false;
   }
@@ -155,6 +167,29 @@ class Sampler {
   last(): Sample | undefined {
     return this.samples.at(-1);
   }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); 0 when it is gone. */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds of the server and of the database's backends (their pids now) so far: the drain's cost, whatever the machine's load. */
+async function cpuOf(db: pg.Client, serverPid: number, database: string): Promise<{ server: number; postgres: Map<number, number> }> {
+  // The bench's own connection (the backlog samples) is not the server's cost.
+  const { rows } = await db.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [database]);
+  return { server: cpuSeconds(serverPid), postgres: new Map(rows.map((r) => [r.pid, cpuSeconds(r.pid)])) };
+}
+
+function cpuSince(before: { server: number; postgres: Map<number, number> }, after: { server: number; postgres: Map<number, number> }): { server: number; postgres: number } {
+  let postgres = 0;
+  for (const [pid, seconds] of after.postgres) postgres += seconds - (before.postgres.get(pid) ?? 0);
+  return { server: after.server - before.server, postgres };
 }
 
 async function waitForReady(url: string, server: ChildProcess): Promise<void> {
@@ -284,12 +319,14 @@ async function main(): Promise<void> {
     process.stderr.write(`phase a: ${EVENTS} events, batch 5, 16 in flight\n`);
     const sent = await runLoad(url, key, ['--events', String(EVENTS)]);
     sampler.phase = 'a: drain';
+    const cpuAtStop = await cpuOf(db, server.pid!, name);
     const drainStart = performance.now();
     const deliveredAtStop = receiver.seen.size;
-    const pendingAtStop = await backlog(db);
+    const atStop = await backlogOf(db);
     const drained = await waitForDrain(db, receiver);
     const drainSeconds = (performance.now() - drainStart) / 1000;
     const drainCount = receiver.seen.size - deliveredAtStop;
+    const drainCpu = cpuSince(cpuAtStop, await cpuOf(db, server.pid!, name));
     const aSamples = sampler.samples.filter((s) => s.phase === 'a: drain');
     const peak = Math.max(0, ...aSamples.map((s) => s.delivered));
     const aDelivered = receiver.seen.size;
@@ -301,7 +338,7 @@ async function main(): Promise<void> {
     const open = await runLoad(url, key, ['--rate', String(rate), '--seconds', String(OPEN_SECONDS)]);
     receiver.window.to = Date.now();
     sampler.phase = 'b: after';
-    const bStopPending = await backlog(db);
+    const bStop = await backlogOf(db);
     const bDrained = await waitForDrain(db, receiver);
     const bAfterSeconds = (Date.now() - receiver.window.to) / 1000;
     sampler.stop();
@@ -316,18 +353,22 @@ async function main(): Promise<void> {
     console.log('| measure | value |');
     console.log('|---|---|');
     console.log(`| a: events sent (batch 5) | ${fmt(sent.events)} in ${sent.seconds.toFixed(1)} s (${fmt(sent.events_per_s)}/s), ${sent.failed} failed |`);
-    console.log(`| a: delivered while ingesting / backlog when it stopped | ${fmt(deliveredAtStop)} / ${fmt(pendingAtStop)} |`);
+    console.log(`| a: delivered while ingesting / backlog when it stopped | ${fmt(deliveredAtStop)} / ${fmt(atStop.pending)} deliveries and ${fmt(atStop.owedEvents)} events not yet in a message |`);
     console.log(`| **a: deliveries/s after ingest stopped** | **${fmt(drainCount / drainSeconds)}** (${fmt(drainCount)} in ${drainSeconds.toFixed(1)} s${drained ? '' : ', not drained'}; best second ${fmt(peak)}) |`);
+    console.log(
+      `| a: CPU per 1,000 deliveries in the drain: server / PostgreSQL | ${fmt((drainCpu.server * 1e6) / drainCount)} ms / ${fmt((drainCpu.postgres * 1e6) / drainCount)} ms` +
+        ` (${fmt(drainCount / (drainCpu.server + drainCpu.postgres))} deliveries per CPU-second) |`,
+    );
     console.log(`| b: open loop, requests/s of batch 5 (asked / served) | ${fmt(rate)} / ${fmt(open.requests_per_s)} (ingest p50 ${open.p50_ms} ms, p99 ${open.p99_ms} ms, failed ${open.failed}) |`);
     console.log(`| **b: commit → receiver p50 / p99** | **${fmt(percentile(latencies, 50))} ms / ${fmt(percentile(latencies, 99))} ms** (max ${fmt(latencies.at(-1) ?? NaN)} ms; ${fmt(latencies.length)} deliveries) |`);
     console.log(`| b: deliveries/s during the open loop | ${fmt(bSamples.reduce((t, s) => t + s.delivered, 0) / Math.max(1, bSamples.length))} |`);
-    console.log(`| b: backlog when the load stopped / drained after | ${fmt(bStopPending)} / ${bDrained ? `${bAfterSeconds.toFixed(1)} s` : 'not drained'} |`);
+    console.log(`| b: backlog when the load stopped / drained after | ${fmt(bStop.pending)} deliveries and ${fmt(bStop.owedEvents)} events not yet in a message / ${bDrained ? `${bAfterSeconds.toFixed(1)} s` : 'not drained'} |`);
     console.log(`| messages / deliveries received (duplicates) | ${fmt(messages!.n)} / ${fmt(receiver.seen.size)} (${receiver.duplicates}); a: ${fmt(aDelivered)} |`);
     console.log(`| signatures checked (bad) | ${receiver.signaturesChecked} (${receiver.signaturesBad}) |`);
-    console.log('\nBacklog over time (each second: deliveries the receiver got in it, backlog at its end):\n');
-    console.log('| s | phase | delivered | backlog |');
-    console.log('|---:|---|---:|---:|');
-    for (const s of sampler.samples) console.log(`| ${s.second} | ${s.phase} | ${fmt(s.delivered)} | ${fmt(s.pending)} |`);
+    console.log('\nBacklog over time (each second: deliveries the receiver got in it; at its end, deliveries owed and events not yet in a message):\n');
+    console.log('| s | phase | delivered | backlog (deliveries) | events not in a message |');
+    console.log('|---:|---|---:|---:|---:|');
+    for (const s of sampler.samples) console.log(`| ${s.second} | ${s.phase} | ${fmt(s.delivered)} | ${fmt(s.pending)} | ${fmt(s.owedEvents)} |`);
   } finally {
     sampler?.stop();
     await stopProcess(server);

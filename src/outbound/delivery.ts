@@ -4,7 +4,7 @@ import type { SecretBox } from '../crypto/secret-box.ts';
 import type { Logger } from '../logger.ts';
 import { AttemptMaker, type DeliveryRow } from './attempt.ts';
 import { recordAttempts, type AttemptOutcome, type JudgedAttempt } from './attempt-record.ts';
-import { messageBody } from './message-body.ts';
+import { messageBodies, messageBody } from './message-body.ts';
 import type { DeliveryJob, OutboundQueue, QueuedDelivery } from './outbound-queue.ts';
 import { deliveryTargetsOf, reserveEndpointSlot } from './queries.ts';
 
@@ -49,7 +49,7 @@ export class Deliverer {
     );
     const deferred: QueuedDelivery[] = [];
     const claimed = new Set<string>();
-    const bodies = new Map<string, Promise<Buffer>>();
+    const bodies = new Bodies(this.em, rows);
     const made = await Promise.allSettled(
       jobs.map(async (job) => {
         // A delivery two jobs of the fetch name (a first attempt and a retry) is attempted by the first only.
@@ -58,7 +58,7 @@ export class Deliverer {
         const attempts = await Promise.all(
           mine.map(async (row) => {
             if (!(await this.takeTurn(row, job, deferred))) return undefined;
-            return this.attempts.make(row, job.attempt, () => this.bodyOf(bodies, row));
+            return this.attempts.make(row, job.attempt, () => bodies.of(row));
           }),
         );
         return attempts.filter((attempt) => attempt !== undefined);
@@ -84,16 +84,6 @@ export class Deliverer {
       }
     }
     return outcomes;
-  }
-
-  /** The message's body as bytes, read once per fetch however many endpoints it goes to. */
-  private bodyOf(bodies: Map<string, Promise<Buffer>>, row: DeliveryRow): Promise<Buffer> {
-    let body = bodies.get(row.id);
-    if (!body) {
-      body = messageBody(this.em, row).then((text) => Buffer.from(text));
-      bodies.set(row.id, body);
-    }
-    return body;
   }
 
   private report(jobs: readonly DeliveryJob[], recorded: JudgedAttempt[]): void {
@@ -122,6 +112,33 @@ export class Deliverer {
     }
     if (turn.waitMs > 0) await new Promise((resolve) => setTimeout(resolve, turn.waitMs));
     return true;
+  }
+}
+
+/**
+ * The bodies of a fetch's messages as bytes, read in one statement when the first is wanted; a message
+ * whose body that statement could not give is read on its own (one bad message never fails the others).
+ */
+class Bodies {
+  private all: Promise<Map<string, string>> | undefined;
+  private readonly bytes = new Map<string, Promise<Buffer>>();
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly rows: readonly DeliveryRow[],
+  ) {}
+
+  of(row: DeliveryRow): Promise<Buffer> {
+    let body = this.bytes.get(row.id);
+    if (!body) {
+      this.all ??= messageBodies(this.em, [...new Map(this.rows.map((r) => [r.id, r])).values()]);
+      body = this.all.then(
+        (texts) => texts.get(row.id) ?? messageBody(this.em, row),
+        () => messageBody(this.em, row),
+      ).then((text) => Buffer.from(text));
+      this.bytes.set(row.id, body);
+    }
+    return body;
   }
 }
 

@@ -222,6 +222,21 @@ export function eventPayloads(
   );
 }
 
+/** `eventPayloads` of several conversations' ranges in one statement, in order within each conversation. */
+export function eventPayloadsOf(
+  on: SqlRunner,
+  ranges: readonly { conversationId: string; fromSeq: number; toSeq: number }[],
+): Promise<{ conversation_id: string; seq: number; event_id: string; payload: string; unrecognized: string | null }[]> {
+  return sqlRows<{ conversation_id: string; seq: number; event_id: string; payload: string; unrecognized: string | null }>(
+    on,
+    `select e.conversation_id, e.seq, e.event_id, e.payload::text as payload, e.unrecognized::text as unrecognized
+     from unnest($1::uuid[], $2::integer[], $3::integer[]) as r(conversation_id, from_seq, to_seq)
+     join conversation_events e on e.conversation_id = r.conversation_id and e.seq between r.from_seq and r.to_seq
+     order by e.conversation_id, e.seq`,
+    [ranges.map((r) => r.conversationId), ranges.map((r) => r.fromSeq), ranges.map((r) => r.toSeq)],
+  );
+}
+
 // Attempts
 
 /** One attempt to record, as its `webhook_attempts` row takes it. */
