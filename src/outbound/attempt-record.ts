@@ -30,7 +30,7 @@ export interface JudgedAttempt extends Attempt {
 type RecordConfig = Pick<OutboundWebhookConfig, 'retryScheduleMs' | 'disableAfterMs' | 'retryAfterMaxMs'>;
 
 /**
- * Records the attempts of one job (one message; several endpoints for a first attempt) in one
+ * Records attempts (one job's, or the jobs of one fetch: several messages and endpoints) in one
  * transaction of set-based statements: the attempt rows, the deliveries' states, the next attempts'
  * jobs, and the endpoints' failure bookkeeping. Returns the attempts recorded: one another worker
  * recorded first is left out. Without `retries` (a recovery's attempt) a failure is final.
@@ -44,15 +44,14 @@ export async function recordAttempts(
 ): Promise<JudgedAttempt[]> {
   if (made.length === 0) return [];
   const judged = made.map((attempt) => judge(attempt, options.retries ? config.retryScheduleMs : [], config.retryAfterMaxMs));
-  const messageId = made[0]!.row.id;
   return knex.transaction(async (trx) => {
-    const ours = await insertAttempts(trx, messageId, judged);
+    const ours = await insertAttempts(trx, judged);
     if (ours.length === 0) return ours;
-    await updateDeliveries(trx, messageId, ours);
+    await updateDeliveries(trx, ours);
     const retries = ours.filter((o) => o.more);
     await queue.enqueueDeliveries(
       trx,
-      retries.map((o) => ({ message_id: messageId, endpoint_id: o.row.endpoint_id, attempt: o.attempt + 1, startAfter: o.nextAt! })),
+      retries.map((o) => ({ message_id: o.row.id, endpoint_id: o.row.endpoint_id, attempt: o.attempt + 1, startAfter: o.nextAt! })),
     );
     await updateEndpoints(trx, ours, config.disableAfterMs);
     return ours;
@@ -73,11 +72,11 @@ function judge(made: Attempt, schedule: readonly number[], retryAfterMaxMs: numb
 }
 
 /** Inserts the attempt rows; returns those this worker inserted (the others were recorded already). */
-async function insertAttempts(trx: Knex.Transaction, messageId: string, judged: JudgedAttempt[]): Promise<JudgedAttempt[]> {
+async function insertAttempts(trx: Knex.Transaction, judged: JudgedAttempt[]): Promise<JudgedAttempt[]> {
   const inserted = await insertAttemptRows(
     trx,
-    messageId,
     judged.map((o) => ({
+      messageId: o.row.id,
       endpointId: o.row.endpoint_id,
       attempt: o.attempt,
       startedAt: o.startedAt.toISOString(),
@@ -88,14 +87,14 @@ async function insertAttempts(trx: Knex.Transaction, messageId: string, judged: 
     })),
   );
   const mine = new Set(inserted);
-  return judged.filter((o) => mine.has(o.row.endpoint_id));
+  return judged.filter((o) => mine.has(`${o.row.id}/${o.row.endpoint_id}`));
 }
 
-async function updateDeliveries(trx: Knex.Transaction, messageId: string, ours: JudgedAttempt[]): Promise<void> {
+async function updateDeliveries(trx: Knex.Transaction, ours: JudgedAttempt[]): Promise<void> {
   await updateDeliveryStates(
     trx,
-    messageId,
     ours.map((o) => ({
+      messageId: o.row.id,
       endpointId: o.row.endpoint_id,
       state: o.state,
       attempt: o.attempt,
@@ -114,13 +113,14 @@ async function updateDeliveries(trx: Knex.Transaction, messageId: string, ours: 
  * feed each other.
  */
 async function updateEndpoints(trx: Knex.Transaction, ours: JudgedAttempt[], disableAfterMs: number): Promise<void> {
-  const succeeded = ours.filter((o) => o.succeeded).map((o) => o.row.endpoint_id);
+  const succeeded = [...new Set(ours.filter((o) => o.succeeded).map((o) => o.row.endpoint_id))];
   if (succeeded.length > 0) {
     for (const endpoint of await clearEndpointFailures(trx, succeeded)) {
       await operational(trx, endpoint, 'endpoint.recovered', { failing_since: iso(endpoint.failing_since) });
     }
   }
-  for (const o of ours) {
+  // Endpoints locked in one order by every transaction (a fetch's attempts reach the same endpoints in any order).
+  for (const o of [...ours].sort((a, b) => (a.row.endpoint_id < b.row.endpoint_id ? -1 : a.row.endpoint_id > b.row.endpoint_id ? 1 : 0))) {
     const aboutMessage = !OPERATIONAL_TYPES.has(o.row.type);
     if (o.gone) {
       const endpoint = await disableGoneEndpoint(trx, o.row.endpoint_id);

@@ -13,8 +13,8 @@ import { FANOUT_BATCH, OWED_BATCH, OWED_EVENTS, fanOutBatch, makeOwedEventMessag
 import { DELIVERY_QUEUE, QUEUE_SCHEMA } from './queue-schema.ts';
 import { RecoveryRunner } from './recovery.ts';
 
-/** Jobs one worker fetches at once and runs together (each a message to its endpoints, or a retry). */
-const JOBS_PER_FETCH = 4;
+/** Jobs one worker fetches at once and runs together (each a message to its endpoints, or a retry), read and recorded in one statement each. */
+const JOBS_PER_FETCH = 16;
 
 /**
  * Delivers queued messages: polls the outbox every `dispatchMs` and runs `concurrency` fetch loops,
@@ -142,7 +142,7 @@ export class DeliveryWorker {
     const boss = this.boss;
     const jobs = this.running && boss ? await boss.fetch<DeliveryJob>(DELIVERY_QUEUE, { batchSize: JOBS_PER_FETCH }) : [];
     if (jobs.length === 0) return 0;
-    const outcomes = await Promise.allSettled(jobs.map((job) => this.deliverer.deliver(job.data)));
+    const outcomes = await this.deliverer.deliverAll(jobs.map((job) => job.data)).catch((error: unknown) => jobs.map(() => ({ status: 'rejected' as const, reason: error })));
     const done = jobs.filter((_, i) => outcomes[i]!.status === 'fulfilled').map((job) => job.id);
     if (done.length > 0) await boss!.complete(DELIVERY_QUEUE, done);
     for (const [i, outcome] of outcomes.entries()) {

@@ -3,16 +3,16 @@ import type { OutboundWebhookConfig } from '../config.ts';
 import type { SecretBox } from '../crypto/secret-box.ts';
 import type { Logger } from '../logger.ts';
 import { AttemptMaker, type DeliveryRow } from './attempt.ts';
-import { recordAttempts, type AttemptOutcome } from './attempt-record.ts';
-import { messageBody } from './message-body.ts';
+import { recordAttempts, type AttemptOutcome, type JudgedAttempt } from './attempt-record.ts';
+import { messageBodies, messageBody } from './message-body.ts';
 import type { DeliveryJob, OutboundQueue, QueuedDelivery } from './outbound-queue.ts';
-import { deliveryTargets, reserveEndpointSlot } from './queries.ts';
+import { deliveryTargetsOf, reserveEndpointSlot } from './queries.ts';
 
 export interface DeliveryObserver {
   attempt(type: string, outcome: AttemptOutcome, seconds: number): void;
 }
 
-/** Runs one delivery job: its attempts, then their record. */
+/** Runs delivery jobs: their attempts, then their record. */
 export class Deliverer {
   private readonly attempts: AttemptMaker;
 
@@ -33,22 +33,64 @@ export class Deliverer {
    * read once.
    */
   async deliver(job: DeliveryJob): Promise<void> {
-    const rows = await deliveryTargets(this.em, job.message_id, job.endpoint_id ?? null);
-    let body: Promise<string> | undefined;
+    const [outcome] = await this.deliverAll([job]);
+    if (outcome!.status === 'rejected') throw outcome!.reason;
+  }
+
+  /**
+   * `deliver` for the jobs of one fetch together: their deliveries read in one statement, their
+   * attempts recorded in one transaction. A job whose attempts could not be made fails alone; when
+   * the shared record fails, each job's is tried on its own, so that one bad job never fails the others.
+   */
+  async deliverAll(jobs: readonly DeliveryJob[]): Promise<PromiseSettledResult<void>[]> {
+    const rows = await deliveryTargetsOf(
+      this.em,
+      jobs.map((job) => ({ messageId: job.message_id, endpointId: job.endpoint_id ?? null })),
+    );
     const deferred: QueuedDelivery[] = [];
-    const made = await Promise.all(
-      rows.map(async (row) => {
-        if (!(await this.takeTurn(row, job, deferred))) return undefined;
-        return this.attempts.make(row, job.attempt, () => (body ??= messageBody(this.em, row)));
+    const claimed = new Set<string>();
+    const bodies = new Bodies(this.em, rows);
+    const made = await Promise.allSettled(
+      jobs.map(async (job) => {
+        // A delivery two jobs of the fetch name (a first attempt and a retry) is attempted by the first only.
+        const mine = rows.filter((row) => row.id === job.message_id && (!job.endpoint_id || row.endpoint_id === job.endpoint_id) && !claimed.has(key(row)));
+        for (const row of mine) claimed.add(key(row));
+        const attempts = await Promise.all(
+          mine.map(async (row) => {
+            if (!(await this.takeTurn(row, job, deferred))) return undefined;
+            return this.attempts.make(row, job.attempt, () => bodies.of(row));
+          }),
+        );
+        return attempts.filter((attempt) => attempt !== undefined);
       }),
     );
     const knex = this.em.getConnection().getKnex();
     if (deferred.length > 0) await knex.transaction((trx) => this.queue.enqueueDeliveries(trx, deferred));
-    const recorded = await recordAttempts(knex, this.queue, this.config, made.filter((attempt) => attempt !== undefined));
+    const outcomes: PromiseSettledResult<void>[] = made.map((m) => (m.status === 'fulfilled' ? { status: 'fulfilled', value: undefined } : m));
+    const ready = made.flatMap((m, i) => (m.status === 'fulfilled' ? [{ i, attempts: m.value }] : []));
+    try {
+      this.report(jobs, await recordAttempts(knex, this.queue, this.config, ready.flatMap((r) => r.attempts)));
+    } catch (error) {
+      if (ready.length <= 1) {
+        for (const r of ready) outcomes[r.i] = { status: 'rejected', reason: error };
+      } else {
+        for (const r of ready) {
+          try {
+            this.report(jobs, await recordAttempts(knex, this.queue, this.config, r.attempts));
+          } catch (alone) {
+            outcomes[r.i] = { status: 'rejected', reason: alone };
+          }
+        }
+      }
+    }
+    return outcomes;
+  }
+
+  private report(jobs: readonly DeliveryJob[], recorded: JudgedAttempt[]): void {
     for (const o of recorded) {
       this.observer?.attempt(o.row.type, o.outcome, o.result.durationMs / 1000);
       this.log.info(
-        { messageId: job.message_id, endpointId: o.row.endpoint_id, type: o.row.type, attempt: o.attempt, statusCode: o.result.statusCode, outcome: o.outcome, ms: o.result.durationMs },
+        { messageId: o.row.id, endpointId: o.row.endpoint_id, type: o.row.type, attempt: o.attempt, statusCode: o.result.statusCode, outcome: o.outcome, ms: o.result.durationMs, jobs: jobs.length },
         'webhook attempt',
       );
     }
@@ -72,6 +114,35 @@ export class Deliverer {
     return true;
   }
 }
+
+/**
+ * The bodies of a fetch's messages as bytes, read in one statement when the first is wanted; a message
+ * whose body that statement could not give is read on its own (one bad message never fails the others).
+ */
+class Bodies {
+  private all: Promise<Map<string, string>> | undefined;
+  private readonly bytes = new Map<string, Promise<Buffer>>();
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly rows: readonly DeliveryRow[],
+  ) {}
+
+  of(row: DeliveryRow): Promise<Buffer> {
+    let body = this.bytes.get(row.id);
+    if (!body) {
+      this.all ??= messageBodies(this.em, [...new Map(this.rows.map((r) => [r.id, r])).values()]);
+      body = this.all.then(
+        (texts) => texts.get(row.id) ?? messageBody(this.em, row),
+        () => messageBody(this.em, row),
+      ).then((text) => Buffer.from(text));
+      this.bytes.set(row.id, body);
+    }
+    return body;
+  }
+}
+
+const key = (row: DeliveryRow) => `${row.id}/${row.endpoint_id}`;
 
 /** The longest a job waits for a rate-limited endpoint's slot before handing the attempt to a later job. */
 const MAX_THROTTLE_WAIT_MS = 1_000;

@@ -46,7 +46,7 @@ export function post(
   url: URL,
   target: { address: string; family: 4 | 6 },
   headers: Record<string, string>,
-  body: string,
+  body: string | Buffer,
   timeoutMs: number,
 ): Promise<SendResult> {
   const started = performance.now();
@@ -70,7 +70,7 @@ export function post(
       method: 'POST',
       lookup: pinned,
       agent,
-      headers: { 'user-agent': 'agent-platform-webhooks/1', ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      headers: { 'user-agent': 'agent-platform-webhooks/1', ...headers, 'content-type': 'application/json', 'content-length': String(typeof body === 'string' ? Buffer.byteLength(body) : body.length) },
     });
     const timer = setTimeout(() => {
       finish(null, `No answer within ${timeoutMs} ms`, null);

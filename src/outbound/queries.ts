@@ -218,12 +218,18 @@ export async function markDeliveryPending(trx: SqlRunner, messageId: string, end
 
 /** The deliveries of a message (or of it to one endpoint, when `endpointId` is given) with what an attempt needs of their endpoints. */
 export function deliveryTargets(on: SqlRunner, messageId: string, endpointId: string | null): Promise<DeliveryRow[]> {
+  return deliveryTargetsOf(on, [{ messageId, endpointId }]);
+}
+
+/** `deliveryTargets` of several jobs in one statement: each delivery once, however many of the jobs name it. */
+export function deliveryTargetsOf(on: SqlRunner, jobs: readonly { messageId: string; endpointId: string | null }[]): Promise<DeliveryRow[]> {
   return sqlRows<DeliveryRow>(
     on,
-    `select q.*, e.owner_id, e.url, e.headers, e.rate_limit, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
-     from (${DELIVERY_SELECT}) q join webhook_endpoints e on e.id = q.endpoint_id
-     where q.id = $1 and ($2::uuid is null or q.endpoint_id = $2::uuid)`,
-    [messageId, endpointId],
+    `select distinct on (q.id, q.endpoint_id) q.*, e.owner_id, e.url, e.headers, e.rate_limit, e.secret, e.previous_secret, e.previous_secret_until, e.disabled
+     from unnest($1::text[], $2::uuid[]) as j(message_id, endpoint_id)
+     join (${DELIVERY_SELECT}) q on q.id = j.message_id and (j.endpoint_id is null or q.endpoint_id = j.endpoint_id)
+     join webhook_endpoints e on e.id = q.endpoint_id`,
+    [jobs.map((j) => j.messageId), jobs.map((j) => j.endpointId)],
   );
 }
 
@@ -242,10 +248,26 @@ export function eventPayloads(
   );
 }
 
+/** `eventPayloads` of several conversations' ranges in one statement, in order within each conversation. */
+export function eventPayloadsOf(
+  on: SqlRunner,
+  ranges: readonly { conversationId: string; fromSeq: number; toSeq: number }[],
+): Promise<{ conversation_id: string; seq: number; event_id: string; payload: string; unrecognized: string | null }[]> {
+  return sqlRows<{ conversation_id: string; seq: number; event_id: string; payload: string; unrecognized: string | null }>(
+    on,
+    `select e.conversation_id, e.seq, e.event_id, e.payload::text as payload, e.unrecognized::text as unrecognized
+     from unnest($1::uuid[], $2::integer[], $3::integer[]) as r(conversation_id, from_seq, to_seq)
+     join conversation_events e on e.conversation_id = r.conversation_id and e.seq between r.from_seq and r.to_seq
+     order by e.conversation_id, e.seq`,
+    [ranges.map((r) => r.conversationId), ranges.map((r) => r.fromSeq), ranges.map((r) => r.toSeq)],
+  );
+}
+
 // Attempts
 
 /** One attempt to record, as its `webhook_attempts` row takes it. */
 export interface AttemptInsert {
+  messageId: string;
   endpointId: string;
   attempt: number;
   startedAt: string;
@@ -255,15 +277,15 @@ export interface AttemptInsert {
   responseExcerpt: string | null;
 }
 
-/** Inserts the attempts of one message in one statement; returns the endpoints of those inserted (not recorded before). */
-export async function insertAttemptRows(trx: SqlRunner, messageId: string, attempts: readonly AttemptInsert[]): Promise<string[]> {
-  const rows = await sqlRows<{ endpoint_id: string }>(
+/** Inserts attempts (of one message or several) in one statement; returns `message_id/endpoint_id` of those inserted (not recorded before). */
+export async function insertAttemptRows(trx: SqlRunner, attempts: readonly AttemptInsert[]): Promise<string[]> {
+  const rows = await sqlRows<{ message_id: string; endpoint_id: string }>(
     trx,
     `insert into webhook_attempts (message_id, endpoint_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
-     select $1, a.* from unnest($2::uuid[], $3::integer[], $4::timestamptz[], $5::integer[], $6::integer[], $7::text[], $8::text[]) as a
-     on conflict do nothing returning endpoint_id`,
+     select a.* from unnest($1::text[], $2::uuid[], $3::integer[], $4::timestamptz[], $5::integer[], $6::integer[], $7::text[], $8::text[]) as a
+     on conflict do nothing returning message_id, endpoint_id`,
     [
-      messageId,
+      attempts.map((a) => a.messageId),
       attempts.map((a) => a.endpointId),
       attempts.map((a) => a.attempt),
       attempts.map((a) => a.startedAt),
@@ -273,11 +295,12 @@ export async function insertAttemptRows(trx: SqlRunner, messageId: string, attem
       attempts.map((a) => a.responseExcerpt),
     ],
   );
-  return rows.map((r) => r.endpoint_id);
+  return rows.map((r) => `${r.message_id}/${r.endpoint_id}`);
 }
 
 /** What one attempt makes of its delivery. */
 export interface DeliveryUpdate {
+  messageId: string;
   endpointId: string;
   state: 'succeeded' | 'pending' | 'failed';
   attempt: number;
@@ -287,13 +310,14 @@ export interface DeliveryUpdate {
 }
 
 /** Writes the deliveries' states after their attempts, in one statement (the attempt count never goes back). */
-export async function updateDeliveryStates(trx: SqlRunner, messageId: string, updates: readonly DeliveryUpdate[]): Promise<void> {
+export async function updateDeliveryStates(trx: SqlRunner, updates: readonly DeliveryUpdate[]): Promise<void> {
   await sqlRun(
     trx,
     `update webhook_deliveries d set state = u.state, attempts = greatest(d.attempts, u.attempt), last_status_code = u.status_code,
        last_error = u.error, next_attempt_at = u.next_attempt_at
-     from unnest($1::uuid[], $2::text[], $3::integer[], $4::integer[], $5::text[], $6::timestamptz[]) as u(endpoint_id, state, attempt, status_code, error, next_attempt_at)
-     where d.message_id = $7 and d.endpoint_id = u.endpoint_id`,
+     from unnest($1::uuid[], $2::text[], $3::integer[], $4::integer[], $5::text[], $6::timestamptz[], $7::text[])
+       as u(endpoint_id, state, attempt, status_code, error, next_attempt_at, message_id)
+     where d.message_id = u.message_id and d.endpoint_id = u.endpoint_id`,
     [
       updates.map((u) => u.endpointId),
       updates.map((u) => u.state),
@@ -301,7 +325,7 @@ export async function updateDeliveryStates(trx: SqlRunner, messageId: string, up
       updates.map((u) => u.statusCode),
       updates.map((u) => u.error),
       updates.map((u) => u.nextAttemptAt),
-      messageId,
+      updates.map((u) => u.messageId),
     ],
   );
 }
@@ -319,7 +343,7 @@ export function clearEndpointFailures(trx: SqlRunner, endpointIds: readonly stri
   return sqlRows<EndpointChange>(
     trx,
     `update webhook_endpoints e set failing_since = null from (
-       select id, failing_since from webhook_endpoints where id = any ($1::uuid[]) and failing_since is not null for update
+       select id, failing_since from webhook_endpoints where id = any ($1::uuid[]) and failing_since is not null order by id for update
      ) was
      where e.id = was.id returning e.id, e.owner_id, e.url, was.failing_since`,
     [endpointIds],
