@@ -227,6 +227,8 @@ describe('console in a browser (headless Chromium)', function () {
     expect(await page.textContent('.facts')).to.include('anthropic/claude-sonnet-4-5').and.include('$0.0123');
     expect(await page.locator('.scroller').textContent()).to.not.include('"kind"');
     expect(await page.locator('.row.branch .branch-label').allTextContents()).to.deep.equal(['Branch 1 of 2', 'Branch 2 of 2']);
+    // The outline reads a message's words, not its Markdown.
+    expect(await page.locator('.outline-entry .outline-label').first().textContent()).to.equal('User: Please list the files in /workspace');
     await page.locator('.connection[data-state="live"]').waitFor();
     await expectAccessible(page);
     await photograph(page, 'conversation');

@@ -195,12 +195,22 @@ export class ConversationRows {
   }
 }
 
+/** A message's Markdown as one line of plain words for the outline (`**list**` reads "list"). */
+function plainLabel(markdown: string): string {
+  return markdown
+    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .replace(/^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)/gm, '')
+    .replace(/(\*\*|__|~~|`+)/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
 function landmarkOf(row: EventRow): OutlineEntry | undefined {
   const event = row.stored.event as unknown as Record<string, unknown>;
   const base = { seq: row.stored.seq, key: row.key };
   if (event.kind === 'MessageEvent') {
     const content = ((event.llm_message as { content?: { type?: string; text?: string }[] } | undefined)?.content ?? []).find((block) => block.type === 'text')?.text ?? '';
-    return { ...base, type: 'message', label: `${event.source === 'user' ? 'User' : 'Agent'}: ${content.slice(0, 80)}` };
+    return { ...base, type: 'message', label: `${event.source === 'user' ? 'User' : 'Agent'}: ${plainLabel(content).slice(0, 80)}` };
   }
   if (ERROR_KINDS.has(String(event.kind))) return { ...base, type: 'error', label: String(event.error ?? event.code ?? event.kind).slice(0, 80) };
   const action = event.action as { kind?: string; path?: string; file_path?: string; patch?: string } | undefined;
