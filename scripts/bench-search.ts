@@ -127,7 +127,11 @@ async function main(): Promise<void> {
   const pg = await knexClient.acquireConnection();
   const q = async <T>(text: string, values: unknown[] = []): Promise<T[]> => (await pg.query({ text, values })).rows as T[];
 
-  const seeded = await q<{ n: string }>(`select coalesce(sum(event_count), 0)::text as n from conversations`).catch(() => [{ n: '0' }]);
+  // The seed's conversations are the first ones created: the lag measurement's, added later, do not count.
+  const seeded = await q<{ n: string }>(
+    `select coalesce(sum(event_count), 0)::text as n from (select event_count from conversations order by created_at limit $1) seed`,
+    [CONVERSATIONS],
+  ).catch(() => [{ n: '0' }]);
   let indexSeconds: number | undefined;
   if (Number(seeded[0]!.n) !== EVENTS) {
     await q('drop schema public cascade');
