@@ -127,7 +127,11 @@ async function main(): Promise<void> {
   const pg = await knexClient.acquireConnection();
   const q = async <T>(text: string, values: unknown[] = []): Promise<T[]> => (await pg.query({ text, values })).rows as T[];
 
-  const seeded = await q<{ n: string }>(`select coalesce(sum(event_count), 0)::text as n from conversations`).catch(() => [{ n: '0' }]);
+  // The seed's conversations are the first ones created: the lag measurement's, added later, do not count.
+  const seeded = await q<{ n: string }>(
+    `select coalesce(sum(event_count), 0)::text as n from (select event_count from conversations order by created_at limit $1) seed`,
+    [CONVERSATIONS],
+  ).catch(() => [{ n: '0' }]);
   let indexSeconds: number | undefined;
   if (Number(seeded[0]!.n) !== EVENTS) {
     await q('drop schema public cascade');
@@ -144,6 +148,8 @@ async function main(): Promise<void> {
     indexSeconds = (performance.now() - t0) / 1000;
     log(`indexed ${indexed} events in ${indexSeconds.toFixed(0)} s`);
     await q('vacuum analyze event_search');
+    // The catch-up cleared every watermark: the statistics of the seed (all owed) would plan `indexed_through` as a scan of every conversation.
+    await q('vacuum analyze conversations');
   }
 
   const [user] = await q<{ id: string }>('select id from users limit 1');
@@ -170,7 +176,7 @@ async function main(): Promise<void> {
   const port = await freePort();
   const server = spawn(process.execPath, serverNodeArgs(), {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: URL_, PORT: String(port), LOG_LEVEL: 'warn', SEARCH_INDEXER: 'false' },
+    env: { RATE_LIMIT_READS: 'off', ...process.env, DATABASE_URL: URL_, PORT: String(port), LOG_LEVEL: 'warn', SEARCH_INDEXER: 'false' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const base = `http://127.0.0.1:${port}`;
@@ -227,7 +233,7 @@ async function main(): Promise<void> {
     console.log(`### Search benchmark, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC\n`);
     console.log(`\`npm run bench:search -- --events ${EVENTS}\`: ${EVENTS.toLocaleString('en')} events (${total!.n.toLocaleString('en')} indexed rows), ` +
       `${CONVERSATIONS.toLocaleString('en')} conversations of one user, ${REQUESTS} requests each (first page, limit 20), one connection, no other load` +
-      (indexSeconds === undefined ? '' : `; indexed in ${indexSeconds.toFixed(0)} s (${Math.round(total!.n / indexSeconds).toLocaleString('en')} events/s)`) + '.\n');
+      (indexSeconds === undefined ? '' : `; indexed ${indexed.toLocaleString('en')} in ${indexSeconds.toFixed(0)} s (${Math.round(indexed / indexSeconds).toLocaleString('en')} events/s)`) + '.\n');
     console.log('| search | hits | p50 ms | p99 ms |\n|---|---|---|---|');
     for (const row of rows) console.log(row);
     console.log(`\nIndex size per million events: ${perMillion(size!.total)} in all — table with its TOAST ${perMillion(size!.table)}, ` +

@@ -34,6 +34,7 @@ import { Migration20261127135000_usage } from './migrations/Migration20261127135
 import { Migration20261127136000_usage_rollups } from './migrations/Migration20261127136000_usage_rollups.ts';
 import { Migration20261127140000_rate_limits_and_idempotency } from './migrations/Migration20261127140000_rate_limits_and_idempotency.ts';
 import { Migration20261127190000_refusal_event_ids } from './migrations/Migration20261127190000_refusal_event_ids.ts';
+import { Migration20261127203500_event_search_statistics } from './migrations/Migration20261127203500_event_search_statistics.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
 import { applyFunctionScripts } from './function-scripts.ts';
@@ -70,6 +71,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127150000_outbound_operations', class: Migration20261127150000_outbound_operations },
   { name: 'Migration20261127160000_webhook_bulk_retry', class: Migration20261127160000_webhook_bulk_retry },
   { name: 'Migration20261127190000_refusal_event_ids', class: Migration20261127190000_refusal_event_ids },
+  { name: 'Migration20261127203500_event_search_statistics', class: Migration20261127203500_event_search_statistics },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */

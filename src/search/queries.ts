@@ -173,8 +173,10 @@ export function pendingEvents(trx: SqlRunner, ranges: readonly PendingRange[]): 
 export async function indexRowsPresent(trx: SqlRunner, ranges: readonly PendingRange[]): Promise<boolean> {
   const [row] = await sqlRows<{ present: boolean }>(
     trx,
+    // The first row at or after each range's start, by the primary key: a join let the planner pick a sequential scan of the index table.
     `select exists (select from unnest($1::uuid[], $2::integer[], $3::integer[]) r(id, from_seq, to_seq)
-       join event_search s on s.conversation_id = r.id and s.seq between r.from_seq and r.to_seq) as present`,
+       cross join lateral (select s.seq from event_search s where s.conversation_id = r.id and s.seq >= r.from_seq order by s.seq limit 1) first
+       where first.seq <= r.to_seq) as present`,
     [ranges.map((r) => r.id), ranges.map((r) => r.from_seq), ranges.map((r) => r.to_seq)],
   );
   return row!.present;
