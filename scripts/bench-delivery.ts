@@ -216,12 +216,28 @@ interface LoadRun {
   failed: number;
 }
 
+/** The processes this bench started: stopped with it when it is interrupted (SIGINT, SIGTERM, SIGHUP). */
+const children = new Set<ChildProcess>();
+function tracked<T extends ChildProcess>(child: T): T {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`bench:delivery: ${signal}, stopping ${children.size} processes (its database is left as it is)\n`);
+    void Promise.all([...children].map(stopProcess)).finally(() => process.exit(code));
+  });
+}
+
 /** One run of the ingest load (scripts/lib/ingest-load.ts) in its own process: the JSON line it prints. */
 async function runLoad(url: string, key: string, args: string[]): Promise<LoadRun> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts/lib/ingest-load.ts'), url, key, KIT, ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = tracked(
+    spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts/lib/ingest-load.ts'), url, key, KIT, ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
+  );
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
@@ -267,7 +283,7 @@ async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-delivery-'));
   const url = `http://127.0.0.1:${port}`;
   const extraFlags = process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const server = spawn(process.execPath, serverNodeArgs('src/main.ts', [...SERVER_NODE_FLAGS, ...extraFlags]), {
+  const server = tracked(spawn(process.execPath, serverNodeArgs('src/main.ts', [...SERVER_NODE_FLAGS, ...extraFlags]), {
     cwd: SERVER_ROOT,
     env: {
       ...process.env,
@@ -279,7 +295,7 @@ async function main(): Promise<void> {
       OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  }));
   const db = new pg.Client({ connectionString: databaseUrl });
   const started = new Date();
   const load = os.loadavg();
