@@ -40,6 +40,7 @@ import { PgBossOutboundQueue } from '../src/outbound/outbound-queue.ts';
 import { WebhookEndpointService } from '../src/outbound/webhook-endpoint-service.ts';
 import { secretBoxFor } from '../src/workspaces/setup.ts';
 import { SERVER_NODE_FLAGS, serverNodeArgs } from '../src/server-node-flags.ts';
+import { stopChild } from './lib/stop-child.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KIT = path.resolve(ROOT, process.env.BENCH_KIT ?? '../shared/bench');
@@ -226,7 +227,7 @@ function tracked<T extends ChildProcess>(child: T): T {
 for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
   process.once(signal, () => {
     process.stderr.write(`bench:delivery: ${signal}, stopping ${children.size} processes (its database is left as it is)\n`);
-    void Promise.all([...children].map(stopProcess)).finally(() => process.exit(code));
+    void Promise.all([...children].map(stopChild)).finally(() => process.exit(code));
   });
 }
 
@@ -255,13 +256,6 @@ async function waitForDrain(db: pg.Client, receiver: Receiver): Promise<boolean>
     if (receiver.seen.size >= rows[0]!.done) return true;
   }
   return false;
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
 }
 
 const percentile = (sorted: number[], p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
@@ -387,7 +381,7 @@ async function main(): Promise<void> {
     for (const s of sampler.samples) console.log(`| ${s.second} | ${s.phase} | ${fmt(s.delivered)} | ${fmt(s.pending)} | ${fmt(s.owedEvents)} |`);
   } finally {
     sampler?.stop();
-    await stopProcess(server);
+    await stopChild(server);
     await db.end().catch(() => undefined);
     receiver.server.close();
     receiver.server.closeAllConnections();

@@ -28,6 +28,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { createLogger } from '../src/logger.ts';
 import { generateSecret, hashSecret } from '../src/identity/secrets.ts';
 import { serverNodeArgs } from '../src/server-node-flags.ts';
+import { stopChild } from './lib/stop-child.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KIT = path.resolve(ROOT, process.env.BENCH_KIT ?? '../shared/bench');
@@ -88,14 +89,6 @@ async function runKit(databaseUrl: string, serverUrl: string, sessionKey: string
     .filter((line) => line.startsWith('# PostgreSQL'))
     .map((line) => line.slice(2));
   return { table: table.trim(), notes };
-}
-
-/** SIGTERM, then its exit (at once when it has exited already: a server that failed to start). */
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
 }
 
 /**
@@ -303,8 +296,8 @@ async function main(): Promise<void> {
       openLoop.push(await runOpenLoop(url, sessionKey, openLoopRate, process.env.BENCH_SECONDS ?? '10'));
     }
   } finally {
-    await stop(server);
-    if (endpoints) await stop(endpoints);
+    await stopChild(server);
+    if (endpoints) await stopChild(endpoints);
     // Queue jobs of the bench's messages too: the next run's worker would otherwise work through them.
     await connection.execute(
       `delete from pgboss.job j using webhook_messages m where j.name = 'webhook-delivery' and m.id = j.data->>'message_id' and m.owner_id = ?`,

@@ -6,7 +6,7 @@
  *
  *   DATABASE_URL=postgres://… npm run measure:large-events      # or embedded PostgreSQL under .data/measure
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,6 +16,7 @@ import { createLogger } from '../src/logger.ts';
 import { generateSecret, hashSecret } from '../src/identity/secrets.ts';
 import { PACKAGE_ROOT } from '../src/package-root.ts';
 import { serverNodeArgs } from '../src/server-node-flags.ts';
+import { stopChild } from './lib/stop-child.ts';
 
 const MiB = 1024 * 1024;
 const CONCURRENT = 4;
@@ -54,13 +55,6 @@ async function waitForReady(url: string): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error('the server did not become ready');
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
 }
 
 async function main(): Promise<void> {
@@ -120,7 +114,7 @@ async function main(): Promise<void> {
     console.log(`server RSS before: ${before.rss.toFixed(0)} MiB; peak (VmHWM) during the four posts: ${during.peak.toFixed(0)} MiB; peak after all reads: ${after.peak.toFixed(0)} MiB; RSS at the end: ${after.rss.toFixed(0)} MiB`);
     console.log(`peak RSS growth: ${(during.peak - before.rss).toFixed(0)} MiB for ${CONCURRENT * 50} MiB of bodies (${((during.peak - before.rss) / (CONCURRENT * 50)).toFixed(1)} x); with the reads: ${(after.peak - before.rss).toFixed(0)} MiB`);
   } finally {
-    await stop(server);
+    await stopChild(server);
     await connection.execute('delete from conversation_events where conversation_id in (select id from conversations where owner_id = ?)', [ownerId]);
     await connection.execute('delete from conversations where owner_id = ?', [ownerId]);
     await connection.execute('delete from credentials where user_id = ?', [ownerId]);
