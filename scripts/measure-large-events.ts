@@ -58,7 +58,7 @@ async function waitForReady(url: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig({ ...process.env, DATA_DIR: process.env.MEASURE_DATA_DIR ?? '.data/measure', EMBEDDED_PG_PORT: '54359' });
+  const config = loadConfig({ ...process.env, DATA_DIR: process.env.MEASURE_DATA_DIR ?? '.data/measure', EMBEDDED_PG_PORT: '25459' });
   const database = await openDatabase(config.database, createLogger('warn'));
   const connection = database.orm.em.getConnection();
   const ownerId = randomUUID();
