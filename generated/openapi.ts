@@ -5716,6 +5716,16 @@ export interface components {
     };
     parameters: {
         /**
+         * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+         *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+         *     another). Everything the request reads is that organization's, and everything it creates belongs to
+         *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+         *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+         *     it was created in: another `X-Org-Id` → 403.
+         * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+         */
+        OrgIdHeader: string;
+        /**
          * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
          *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
          *     with the same request (operation, path and body bytes) within 24 hours answers the first
@@ -5893,7 +5903,18 @@ export interface operations {
     ingestEvents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Conversation identifier (UUID). Both the dashed form
@@ -5952,7 +5973,18 @@ export interface operations {
     receiveConversationInfo: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6083,7 +6115,18 @@ export interface operations {
                 /** @description Opaque cursor from `next_cursor` of the previous page of the same query; omit for the first page. */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6126,6 +6169,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /**
              * @description A parameter is not valid: an unknown `sort` or `status`, a date that is not ISO 8601,
              *     a `…_until` before its `…_since`, a `tag` not `key:value`, `limit` out of range, or a
@@ -6186,7 +6230,18 @@ export interface operations {
                 /** @description Only the sub-conversations of this conversation (whose ConversationInfo names it as `parent_conversation_id`). */
                 parent_conversation_id?: components["parameters"]["ParentConversationFilter"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6207,6 +6262,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -6241,7 +6297,18 @@ export interface operations {
                 /** @description `next_cursor` of the previous page of the same search; omit for the first page. */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6282,6 +6349,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /**
              * @description A parameter is not valid: `q` missing or unparsable, an unknown `kind` or `source`, a date
              *     that is not ISO 8601, `until` before `since`, `limit` out of range, or a cursor of another
@@ -6339,7 +6407,18 @@ export interface operations {
                  */
                 until?: components["parameters"]["EventUntil"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6361,6 +6440,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -6368,7 +6448,18 @@ export interface operations {
     getConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
@@ -6434,7 +6525,18 @@ export interface operations {
     renameConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
@@ -6539,7 +6641,18 @@ export interface operations {
                 /** @description `next_cursor` of the previous page of the same query; omit for the first page. */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
@@ -6620,7 +6733,18 @@ export interface operations {
                  */
                 q?: components["parameters"]["EventSearchFilter"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
@@ -6656,7 +6780,18 @@ export interface operations {
     getConversationEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
@@ -6705,7 +6840,18 @@ export interface operations {
     exportConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
@@ -6748,6 +6894,16 @@ export interface operations {
                 ticket?: string;
             };
             header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
                 /** @description The `id` of the last event the client received; the stream resumes after it. */
                 "Last-Event-ID"?: string;
             };
@@ -6796,7 +6952,18 @@ export interface operations {
     createStreamTicket: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
@@ -6833,7 +7000,18 @@ export interface operations {
     listShareLinks: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
@@ -6870,6 +7048,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -6879,6 +7058,16 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
                 /**
                  * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
                  *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
@@ -6990,7 +7179,18 @@ export interface operations {
     revokeShareLink: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Conversation identifier (UUID); the dashed and the 32-hex form name the same conversation.
@@ -7028,6 +7228,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -7258,6 +7459,16 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+                /**
                  * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
                  *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
                  *     with the same request (operation, path and body bytes) within 24 hours answers the first
@@ -7371,7 +7582,18 @@ export interface operations {
     updateWorkspace: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Name of an issue-tracker workspace.
@@ -7424,7 +7646,18 @@ export interface operations {
     linkWorkspace: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Name of an issue-tracker workspace.
@@ -7465,6 +7698,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description The workspace is inactive. */
             409: {
@@ -7594,7 +7828,18 @@ export interface operations {
     getWorkspaceLink: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7629,6 +7874,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description The caller has no active workspace link. */
             404: {
                 headers: {
@@ -7650,7 +7896,18 @@ export interface operations {
     unlinkWorkspace: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7664,6 +7921,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description The caller has no active workspace link. */
             404: {
                 headers: {
@@ -7878,7 +8136,18 @@ export interface operations {
     listWebhookEndpoints: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7918,6 +8187,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7927,6 +8197,16 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
                 /**
                  * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
                  *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
@@ -7990,6 +8270,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["TooManyEndpoints"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -8001,7 +8282,18 @@ export interface operations {
     listWebhookEventTypes: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8069,6 +8361,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8077,7 +8370,18 @@ export interface operations {
     getWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Webhook endpoint id (UUID).
@@ -8117,6 +8421,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -8126,7 +8431,18 @@ export interface operations {
     deleteWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Webhook endpoint id (UUID).
@@ -8146,6 +8462,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -8155,7 +8472,18 @@ export interface operations {
     updateWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Webhook endpoint id (UUID).
@@ -8211,6 +8539,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -8222,7 +8551,18 @@ export interface operations {
     rotateWebhookEndpointSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Webhook endpoint id (UUID).
@@ -8263,6 +8603,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -8272,7 +8613,18 @@ export interface operations {
     sendWebhookEndpointTest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Webhook endpoint id (UUID).
@@ -8306,6 +8658,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -8315,7 +8668,18 @@ export interface operations {
     recoverWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Webhook endpoint id (UUID).
@@ -8362,6 +8726,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -8374,7 +8739,18 @@ export interface operations {
     getWebhookRecoverTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Webhook endpoint id (UUID).
@@ -8416,6 +8792,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -8428,7 +8805,18 @@ export interface operations {
                 /** @description How far back to count. */
                 window?: "1h" | "24h" | "7d";
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Webhook endpoint id (UUID).
@@ -8472,6 +8860,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -8511,7 +8900,18 @@ export interface operations {
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Webhook endpoint id (UUID).
@@ -8550,6 +8950,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -8560,6 +8961,16 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
                 /**
                  * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
                  *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
@@ -8619,6 +9030,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -8631,7 +9043,18 @@ export interface operations {
     getWebhookMessageRetry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Webhook endpoint id (UUID).
@@ -8678,6 +9101,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -8687,7 +9111,18 @@ export interface operations {
     listWebhookMessageAttempts: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Webhook endpoint id (UUID).
@@ -8728,6 +9163,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -8737,7 +9173,18 @@ export interface operations {
     retryWebhookMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Webhook endpoint id (UUID).
@@ -8776,6 +9223,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -8786,6 +9234,16 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
                 /**
                  * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
                  *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
@@ -8829,6 +9287,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["IdempotencyKeyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -8856,7 +9315,18 @@ export interface operations {
                 /** @description How many recent sessions to list. */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8894,6 +9364,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8924,7 +9395,18 @@ export interface operations {
                  */
                 order?: "default" | "amount";
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8978,6 +9460,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -9001,7 +9484,18 @@ export interface operations {
                 /** @description Most groups returned for `model`, `member` and `conversation` (the largest); days are all returned. */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -9056,6 +9550,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -9371,7 +9866,18 @@ export interface operations {
     getMe: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -9397,6 +9903,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -9405,7 +9912,18 @@ export interface operations {
     listKeys: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -9436,6 +9954,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -9445,6 +9964,16 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
                 /**
                  * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
                  *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
@@ -9497,6 +10026,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description The caller already holds the maximum number of active keys. Or a request with the same `Idempotency-Key` is still in flight (with `Retry-After`). */
             409: {
                 headers: {
@@ -9521,7 +10051,18 @@ export interface operations {
     revokeKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path: {
                 /**
                  * @description Id of the key (from `GET /api/keys`).
@@ -9541,6 +10082,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -9887,7 +10429,18 @@ export interface operations {
                 /** @description Opaque cursor from `next_cursor` of the previous page of the same query; omit for the first page. */
                 cursor?: components["parameters"]["RefusedCursor"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
             path?: never;
             cookie?: never;
         };

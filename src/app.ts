@@ -43,7 +43,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     idempotentOperationIds(api),
     services.idempotency,
   );
-  api.register({ ...handlers, ...contractHandlers(api, config, handlers, eventCompatibility, services.rateLimiter) });
+  api.register({ ...handlers, ...contractHandlers(api, config, handlers, eventCompatibility, services.rateLimiter, services.authenticator) });
   for (const [scheme, handler] of Object.entries(securityHandlers(services.authenticator, services.streamTickets, config.metricsToken))) {
     api.registerSecurityHandler(scheme, handler);
   }

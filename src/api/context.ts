@@ -21,6 +21,8 @@ export interface RequestState {
   operationId?: string;
   /** The authenticated caller's user id (never a credential), for the access log. */
   userId?: string;
+  /** The organization the caller acts in (see `scopeToOrganization`), for the refusal ledger. */
+  orgId?: string;
   /** `accept-unknown`: per event of an admitted webhook batch, what the contract does not know of it (see `admitsUnrecognizedEvents`). */
   unrecognizedEvents?: (Unrecognized | null)[];
 }

@@ -8,6 +8,7 @@ import { metricsTokenChecker } from '../observability/metrics-token.ts';
 import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type RequestState } from './context.ts';
 import { admitsUnrecognizedEvents, type EventCompatibility } from './event-compatibility.ts';
 import { RequestBodyBudget, readOperationBody } from './request-body.ts';
+import { scopeToOrganization } from './organization-scope.ts';
 import { checkPathEncoding } from './storable-strings.ts';
 import { enforceRateLimit, rateLimitClasses } from './rate-limits.ts';
 import type { RateLimiter } from '../rate-limits/rate-limiter.ts';
@@ -42,6 +43,7 @@ export function contractHandlers(
   handlers: OperationHandlers,
   eventCompatibility: EventCompatibility | undefined,
   rateLimiter: RateLimiter,
+  authenticator: Authenticator,
 ) {
   const bodyBudget = new RequestBodyBudget(config.requestBodyBudgetBytes);
   const limitClasses = rateLimitClasses(api);
@@ -58,6 +60,8 @@ export function contractHandlers(
       // The permission an operation declares in the spec (`x-permission`) is checked here, once.
       const permission = (c.operation as { 'x-permission'?: Permission })['x-permission'];
       if (permission) requirePermission(principalOf(c), permission);
+      // The organization it acts in, and the role there its `x-org-permission` needs: here, once.
+      ctx.state.orgId = await scopeToOrganization(c, authenticator);
       // Read only once routed (an unknown path is a 404, not a 415), authenticated and permitted.
       if (!c.operation.requestBody) return;
       const body = await readOperationBody(ctx, c.operation.operationId, config, bodyBudget);

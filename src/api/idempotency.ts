@@ -40,7 +40,7 @@ function idempotent(handler: OperationHandler, operationId: string, service: Ide
   return async (operation, ctx) => {
     const key = keyOf(ctx.get(IDEMPOTENCY_KEY_HEADER));
     if (key === undefined) return handler(operation, ctx);
-    const ownerId = principalOf(operation).userId;
+    const ownerId = principalOf(operation).orgId;
     const requestHash = createHash('sha256').update(`${ctx.method} ${ctx.url}\n`).update(rawBodyOf(ctx)).digest();
     const outcome = await service.begin(ownerId, key, operationId, requestHash);
     if (outcome.kind === 'replay') return replay(ctx, outcome.response);

@@ -64,6 +64,6 @@ export function webhookReplayer(
       const validated = { requestBody: body.value, path: { conversation_id: conversationId }, query: {}, header: request.headers };
       throw requestValidationError(api, 'ingestEvents', validation.errors ?? [], validated, limits.maxValidationErrors);
     }
-    return conversations.ingest({ userId: ownerId }, conversationId, body.value as Event[], unrecognized);
+    return conversations.ingest({ orgId: ownerId }, conversationId, body.value as Event[], unrecognized);
   };
 }

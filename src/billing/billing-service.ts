@@ -42,8 +42,8 @@ export class BillingService {
     private readonly stripe?: StripePaymentProvider,
   ) {}
 
-  /** Starts a payment of `amountUsd` for `userId`; the schema has checked it is an integer ≥ 1. */
-  async createCheckoutSession(userId: string, amountUsd: number): Promise<components['schemas']['CheckoutSession']> {
+  /** Starts a payment of `amountUsd` for the organization `ownerId`; the schema has checked it is an integer ≥ 1. */
+  async createCheckoutSession(ownerId: string, amountUsd: number): Promise<components['schemas']['CheckoutSession']> {
     const max = this.config.maxAmountUsd;
     if (amountUsd > max) {
       throw new InvalidInputError(`Input should be less than or equal to ${max}`, ['body', 'amount'], 'less_than_equal', amountUsd);
@@ -52,11 +52,11 @@ export class BillingService {
     // Whole seconds: Stripe keeps `expires_at` in seconds, and both sides must expire together.
     const expiresAt = new Date(Math.ceil((Date.now() + this.config.sessionTtlMinutes * 60_000) / 1000) * 1000);
     const returnUrl = this.checkoutPageUrl(id);
-    const opened = await this.provider.createSession({ sessionId: id, userId, amountUsd, expiresAt, returnUrl });
+    const opened = await this.provider.createSession({ sessionId: id, ownerId, amountUsd, expiresAt, returnUrl });
     const em = this.em.fork();
     em.create(CheckoutSession, {
       id,
-      userId,
+      ownerId,
       amountUsd,
       provider: this.provider.name,
       providerSessionId: opened.providerSessionId,
@@ -73,12 +73,12 @@ export class BillingService {
    * running total), the balance, and their most recent sessions. Both sums come from one statement,
    * so they are of the same moment.
    */
-  async credits(userId: string, limit: number): Promise<CreditsView> {
-    await queries.expireOverdue(this.em, 'user_id', userId);
-    const sums = await queries.creditSums(this.em, userId);
+  async credits(ownerId: string, limit: number): Promise<CreditsView> {
+    await queries.expireOverdue(this.em, 'owner_id', ownerId);
+    const sums = await queries.creditSums(this.em, ownerId);
     const sessions = await this.em
       .fork()
-      .find(CheckoutSession, { userId }, { orderBy: [{ createdAt: 'desc' }, { id: 'asc' }], limit });
+      .find(CheckoutSession, { ownerId }, { orderBy: [{ createdAt: 'desc' }, { id: 'asc' }], limit });
     return {
       ...toCreditAmounts(BigInt(sums.purchased) * MICROS_PER_USD, BigInt(sums.spent)),
       sessions: sessions.map(toCheckoutSessionView),
@@ -201,7 +201,7 @@ export class BillingService {
         action: 'checkout_session.completed',
         targetType: 'checkout_session',
         targetId: id,
-        summary: { user_id: credited.user_id, amount_usd: credited.amount_usd, provider },
+        summary: { owner_id: credited.owner_id, amount_usd: credited.amount_usd, provider },
       });
       return true;
     });

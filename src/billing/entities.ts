@@ -6,7 +6,8 @@ export type CheckoutStatus = 'pending' | 'completed' | 'cancelled' | 'expired';
 /** A payment started through E4; `amountUsd` is in whole US dollars. */
 export class CheckoutSession {
   id!: string;
-  userId!: string;
+  /** The organization that buys (docs/organizations.md). */
+  ownerId!: string;
   amountUsd!: number;
   provider!: PaymentProviderName;
   /** The provider's own id of the session (Stripe's `cs_…`; our id for the local checkout). */
@@ -25,7 +26,7 @@ export const CheckoutSessionSchema = new EntitySchema<CheckoutSession>({
   tableName: 'checkout_sessions',
   properties: {
     id: { type: 'uuid', primary: true },
-    userId: { type: 'uuid' },
+    ownerId: { type: 'uuid' },
     amountUsd: { type: 'integer' },
     provider: { type: 'string', length: 20 },
     providerSessionId: { type: 'string', length: 255 },

@@ -4,7 +4,8 @@ import type { PaymentProviderName } from './entities.ts';
 export interface CheckoutRequest {
   /** Our checkout session id (a UUID), known to the provider so its events lead back to us. */
   readonly sessionId: string;
-  readonly userId: string;
+  /** The organization that pays. */
+  readonly ownerId: string;
   /** Whole US dollars. */
   readonly amountUsd: number;
   /** When the session stops accepting payment. */

@@ -22,26 +22,26 @@ export async function completeSession(
   id: string,
   provider: string,
   inTime: InTime,
-): Promise<{ checkout_session_id: string; user_id: string; amount_usd: number } | undefined> {
-  const [credited] = await sqlRows<{ checkout_session_id: string; user_id: string; amount_usd: number }>(
+): Promise<{ checkout_session_id: string; owner_id: string; amount_usd: number } | undefined> {
+  const [credited] = await sqlRows<{ checkout_session_id: string; owner_id: string; amount_usd: number }>(
     em,
     `with completed as (
        update checkout_sessions
           set status = 'completed', completed_at = now(), updated_at = now()
         where id = $1 and provider = $2 and status in ('pending', 'expired')
           ${inTime === 'now' ? 'and expires_at > now()' : inTime === 'provider' ? '' : 'and expires_at >= $3'}
-        returning id, user_id, amount_usd
+        returning id, owner_id, amount_usd
      )
-     insert into credit_ledger (checkout_session_id, user_id, amount_usd)
-     select id, user_id, amount_usd from completed
-     returning checkout_session_id, user_id, amount_usd`,
+     insert into credit_ledger (checkout_session_id, owner_id, amount_usd)
+     select id, owner_id, amount_usd from completed
+     returning checkout_session_id, owner_id, amount_usd`,
     inTime instanceof Date ? [id, provider, inTime] : [id, provider],
   );
   return credited;
 }
 
-/** Marks pending sessions past their expiry as expired (lazily, when they are read): a user's, or one by id. */
-export async function expireOverdue(em: EntityManager, scope: 'user_id' | 'id', value: string): Promise<void> {
+/** Marks pending sessions past their expiry as expired (lazily, when they are read): an owner's, or one by id. */
+export async function expireOverdue(em: EntityManager, scope: 'owner_id' | 'id', value: string): Promise<void> {
   await sqlRun(
     em,
     `update checkout_sessions set status = 'expired', updated_at = now()
@@ -50,13 +50,13 @@ export async function expireOverdue(em: EntityManager, scope: 'user_id' | 'id', 
   );
 }
 
-/** What the user bought (whole dollars) and spent (micro-dollars), as text, of one moment. */
-export async function creditSums(em: EntityManager, userId: string): Promise<{ purchased: string; spent: string }> {
+/** What the organization bought (whole dollars) and spent (micro-dollars), as text, of one moment. */
+export async function creditSums(em: EntityManager, ownerId: string): Promise<{ purchased: string; spent: string }> {
   const [sums] = await sqlRows<{ purchased: string; spent: string }>(
     em,
-    `select (select coalesce(sum(amount_usd), 0) from credit_ledger where user_id = $1)::text as purchased,
+    `select (select coalesce(sum(amount_usd), 0) from credit_ledger where owner_id = $1)::text as purchased,
             coalesce((select spent_micro_usd from spend_totals where owner_id = $1), 0)::text as spent`,
-    [userId],
+    [ownerId],
   );
   return sums!;
 }

@@ -56,7 +56,7 @@ export class StripePaymentProvider implements PaymentProvider {
           success_url: `${request.returnUrl}?outcome=success`,
           cancel_url: `${request.returnUrl}?outcome=cancel`,
           client_reference_id: request.sessionId,
-          metadata: { checkout_session_id: request.sessionId, user_id: request.userId },
+          metadata: { checkout_session_id: request.sessionId, owner_id: request.ownerId },
           expires_at: Math.floor(request.expiresAt.getTime() / 1000),
         },
         // A retried request (ours or the SDK's) opens the same Stripe session, not a second one.

@@ -83,8 +83,8 @@ export class ConversationInfoService {
 
     const knex = this.em.getConnection().getKnex();
     const result = await knex.transaction(async (trx) => {
-      const { created, ownerId } = await queries.createAndLockConversation(trx, id, principal.userId);
-      if (ownerId !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
+      const { created, ownerId } = await queries.createAndLockConversation(trx, id, principal.orgId);
+      if (ownerId !== principal.orgId) throw new ForbiddenError('This conversation belongs to another user');
 
       // The agent-server's previous title, to tell a title it changed from one it repeats.
       const previousTitle = await queries.storedInfoTitle(trx, id);
@@ -95,7 +95,7 @@ export class ConversationInfoService {
         updatedAt,
         forkedFrom: info.forked_from_conversation_id ? canonicalUuid(info.forked_from_conversation_id) : null,
       });
-      const spend = await chargeConversationSpend(trx, this.log, { conversationId: id, ownerId: principal.userId, reportedAt: updatedAt, usages });
+      const spend = await chargeConversationSpend(trx, this.log, { conversationId: id, ownerId: principal.orgId, reportedAt: updatedAt, usages });
       if (applied) {
         // A rename holds until the agent-server's own title changes (see renameConversation in the spec).
         await queries.applyInfoToConversation(trx, id, {

@@ -129,7 +129,7 @@ export class ConversationService {
    * An empty batch stores nothing and creates no conversation.
    */
   ingest(
-    principal: Pick<Principal, 'userId'>,
+    principal: Pick<Principal, 'orgId'>,
     conversationId: string,
     events: Event[],
     unrecognized?: readonly (Unrecognized | null)[],
@@ -147,10 +147,10 @@ export class ConversationService {
   }
 
   /** The batch to store; `stats`: the last `stats` a state update of the batch carries (see `updateMetrics`). */
-  private batchOf(principal: Pick<Principal, 'userId'>, id: string, events: Event[]): { batch: IncomingBatch; droppedDeltas: number; stats: unknown } {
+  private batchOf(principal: Pick<Principal, 'orgId'>, id: string, events: Event[]): { batch: IncomingBatch; droppedDeltas: number; stats: unknown } {
     const batch: IncomingBatch = {
       conversationId: id,
-      ownerId: principal.userId,
+      ownerId: principal.orgId,
       eventIds: [],
       kinds: [],
       statuses: [],
@@ -270,14 +270,14 @@ export class ConversationService {
   async getConversation(principal: Principal, conversationId: string): Promise<ConversationView> {
     const read = await readConversationView(this.em, canonicalUuid(conversationId));
     if (!read) throw new NotFoundError('Conversation not found');
-    if (read.ownerId !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
+    if (read.ownerId !== principal.orgId) throw new ForbiddenError('This conversation belongs to another user');
     return read.view;
   }
 
   /** Sets the owner's title (see `renameConversation` in the spec for which title wins when). */
   async renameConversation(principal: Principal, conversationId: string, title: string): Promise<ConversationView> {
     const id = canonicalUuid(conversationId);
-    const renamed = await queries.renameConversation(this.em, id, principal.userId, title, searchableTitle(title));
+    const renamed = await queries.renameConversation(this.em, id, principal.orgId, title, searchableTitle(title));
     if (!renamed) await this.findOwned(principal, id);
     return this.getConversation(principal, id);
   }
@@ -367,12 +367,12 @@ export class ConversationService {
   ): Promise<ConversationPage> {
     const filter = conversationFilterOf(page.filter);
     const after = page.cursor === undefined ? undefined : conversationCursorPosition(page.cursor, filter, page.sort);
-    const rows = await queries.conversationPage(this.em, principal.userId, filter, page.sort, page.limit + 1, after);
+    const rows = await queries.conversationPage(this.em, principal.orgId, filter, page.sort, page.limit + 1, after);
     const more = rows.length > page.limit;
     const items = rows.slice(0, page.limit);
     const last = items[items.length - 1];
     return {
-      items: await viewsOf(this.em, principal.userId, items),
+      items: await viewsOf(this.em, principal.orgId, items),
       next_cursor: more ? conversationCursor(filter, page.sort, { key: last!.sort_key, id: last!.id }) : null,
     };
   }
@@ -380,7 +380,7 @@ export class ConversationService {
   /** How many conversations `listConversations` yields with these filters, over all its pages. */
   async countConversations(principal: Principal, input: ConversationFilterInput): Promise<number> {
     const filter = conversationFilterOf(input);
-    return queries.conversationCount(this.em, principal.userId, filter);
+    return queries.conversationCount(this.em, principal.orgId, filter);
   }
 
   /**
@@ -396,7 +396,7 @@ export class ConversationService {
     const id = canonicalUuid(conversationId);
     const conversation = await queries.conversationOwner(this.em, id);
     if (!conversation) throw new NotFoundError('Conversation not found');
-    if (conversation.owner_id !== principal.userId) throw new ForbiddenError('This conversation belongs to another user');
+    if (conversation.owner_id !== principal.orgId) throw new ForbiddenError('This conversation belongs to another user');
     return conversation;
   }
 }

@@ -35,6 +35,7 @@ import { Migration20261127136000_usage_rollups } from './migrations/Migration202
 import { Migration20261127140000_rate_limits_and_idempotency } from './migrations/Migration20261127140000_rate_limits_and_idempotency.ts';
 import { Migration20261127190000_refusal_event_ids } from './migrations/Migration20261127190000_refusal_event_ids.ts';
 import { Migration20261127203500_event_search_statistics } from './migrations/Migration20261127203500_event_search_statistics.ts';
+import { Migration20261127210000_organizations } from './migrations/Migration20261127210000_organizations.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
 import { applyFunctionScripts } from './function-scripts.ts';
@@ -72,6 +73,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127160000_webhook_bulk_retry', class: Migration20261127160000_webhook_bulk_retry },
   { name: 'Migration20261127190000_refusal_event_ids', class: Migration20261127190000_refusal_event_ids },
   { name: 'Migration20261127203500_event_search_statistics', class: Migration20261127203500_event_search_statistics },
+  { name: 'Migration20261127210000_organizations', class: Migration20261127210000_organizations },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */

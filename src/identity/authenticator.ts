@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ForbiddenError, UnauthenticatedError } from '../errors.ts';
+import { defaultMembership, membershipOf, type Membership } from '../organizations/queries.ts';
+import type { OrgRole } from '../organizations/roles.ts';
 import { Credential, type CredentialKind } from './entities.ts';
 import { hashSecret, sameHash } from './secrets.ts';
 import { touchCredential, validCredentialIds } from './queries.ts';
@@ -13,6 +15,12 @@ export interface Principal {
   readonly credentialKind: CredentialKind;
   /** When the credential used expires (null: never); a key it creates may not outlive it. */
   readonly credentialExpiresAt?: Date | null;
+  /** The organization the caller acts in: the owner of everything it creates and the scope of what it reads. */
+  readonly orgId: string;
+  /** The caller's role there (a super admin who is not a member acts as an owner). */
+  readonly orgRole: OrgRole;
+  /** Whether that organization is suspended: then only the caller's own operations (`NONE`) are open. */
+  readonly orgSuspended: boolean;
 }
 
 export type Permission = 'MANAGE_SUPER_ADMINS' | 'MANAGE_USERS' | 'MANAGE_VERIFIED_MODELS' | 'VIEW_AUDIT_LOG' | 'MANAGE_REFUSED_DELIVERIES';
@@ -64,6 +72,7 @@ export class Authenticator {
       throw new UnauthenticatedError(`Invalid ${label}: it expired at ${credential.expiresAt.toISOString()}`);
     }
     if (credential.user.suspendedAt) throw new UnauthenticatedError(`Invalid ${label}: the account is suspended`);
+    const membership = await this.membershipOfCredential(em, credential, label);
     const principal: Principal = {
       userId: credential.user.id,
       email: credential.user.email,
@@ -71,6 +80,9 @@ export class Authenticator {
       credentialId: credential.id,
       credentialKind: kind,
       credentialExpiresAt: credential.expiresAt,
+      orgId: membership.orgId,
+      orgRole: membership.role,
+      orgSuspended: membership.suspended,
     };
     if (this.cacheTtlMs > 0) {
       if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
@@ -82,12 +94,47 @@ export class Authenticator {
   }
 
   /**
+   * The same caller acting in `orgId` (`X-Org-Id`, or an `org_id` in the path); undefined when they are not a
+   * member of it (or it does not exist). A session API key acts only in its own organization.
+   */
+  async inOrganization(principal: Principal, orgId: string): Promise<Principal | undefined> {
+    if (orgId === principal.orgId) return principal;
+    if (principal.credentialKind === 'session_api_key') return undefined;
+    const key = `org:${principal.credentialId}:${orgId}`;
+    const now = Date.now();
+    const cached = this.cache.get(key);
+    if (cached && cached.expiresAt > now) return cached.principal;
+    const membership = await membershipOf(this.em, principal.userId, orgId, principal.isSuperAdmin);
+    if (!membership) return undefined;
+    const acting: Principal = { ...principal, orgId, orgRole: membership.role, orgSuspended: membership.suspended };
+    if (this.cacheTtlMs > 0) {
+      if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
+      this.cache.set(key, { principal: acting, expiresAt: Math.min(now + this.cacheTtlMs, principal.credentialExpiresAt?.getTime() ?? Infinity) });
+    }
+    return acting;
+  }
+
+  /**
    * Of `credentialIds`, those still good: not revoked, not expired, their user not suspended. One
    * query, for the live streams' periodic check of the credentials they were opened with.
    */
   async stillValid(credentialIds: readonly string[]): Promise<Set<string>> {
     if (credentialIds.length === 0) return new Set();
     return new Set(await validCredentialIds(this.em, credentialIds));
+  }
+
+  /**
+   * Where a credential acts by default: a session API key in its organization, as a member, while the user who
+   * made it belongs there and the organization is not suspended; an access token in its user's default one.
+   */
+  private async membershipOfCredential(em: EntityManager, credential: Credential, label: string): Promise<Membership> {
+    const user = credential.user;
+    if (credential.kind === 'access_token') return defaultMembership(em, user.id);
+    const orgId = credential.orgId ?? user.id;
+    const membership = await membershipOf(em, user.id, orgId, false);
+    if (!membership) throw new UnauthenticatedError(`Invalid ${label}: the user who created it is no longer a member of its organization`);
+    if (membership.suspended) throw new UnauthenticatedError(`Invalid ${label}: its organization is suspended`);
+    return { ...membership, role: 'member' };
   }
 
   /** Keeps `last_used_at` roughly current without a write per request: at most once a minute, not awaited. */

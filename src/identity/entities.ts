@@ -19,6 +19,8 @@ export class Credential {
   user!: User;
   kind!: CredentialKind;
   secretHash!: string;
+  /** The organization a session API key acts in (null for access tokens: they choose per request). */
+  orgId: string | null = null;
   /** The owner's label for it; null for keys issued before keys had names. */
   name: string | null = null;
   /** The secret's first 8 characters, to recognise it; null for keys issued before this was kept. */
@@ -50,6 +52,7 @@ export const CredentialSchema = new EntitySchema<Credential>({
     id: { type: 'uuid', primary: true },
     user: { kind: 'm:1', entity: () => User, deleteRule: 'cascade' },
     kind: { type: 'string', length: 20 },
+    orgId: { type: 'uuid', nullable: true },
     secretHash: { type: 'string', length: 64, unique: 'credentials_secret_hash_key' },
     name: { type: 'string', length: 100, nullable: true },
     prefix: { type: 'string', length: 8, nullable: true },

@@ -38,6 +38,8 @@ export interface KeyRequest {
   kind: CredentialKind;
   name?: string | null;
   expiresInDays?: number;
+  /** The organization a session API key acts in; the user's personal one when absent. */
+  orgId?: string;
 }
 
 /** A key just issued: its record and its secret, which is shown this once and never again. */
@@ -119,9 +121,11 @@ export class IdentityService {
     });
   }
 
-  /** The user's keys that are not revoked (expired ones included), newest first. */
-  async listKeys(userId: string): Promise<Credential[]> {
-    return this.em.fork().find(Credential, { user: userId, revokedAt: null }, { orderBy: [{ createdAt: 'desc' }, { id: 'asc' }] });
+  /** The user's keys that are not revoked (expired ones included), newest first: access tokens, and session API keys of `orgId`. */
+  async listKeys(userId: string, orgId: string): Promise<Credential[]> {
+    return this.em
+      .fork()
+      .find(Credential, { user: userId, revokedAt: null, $or: [{ orgId }, { orgId: null }] }, { orderBy: [{ createdAt: 'desc' }, { id: 'asc' }] });
   }
 
   /** Revokes one of the user's own keys; another user's, unknown or revoked id → 404 alike. */
@@ -295,6 +299,7 @@ async function addKey(em: EntityManager, actor: AuditActor, user: User, request:
     id: randomUUID(),
     user,
     kind: request.kind,
+    orgId: request.kind === 'session_api_key' ? (request.orgId ?? user.id) : null,
     secretHash: hashSecret(secret),
     name: request.name ?? null,
     prefix: secret.slice(0, 8),
@@ -308,6 +313,7 @@ async function addKey(em: EntityManager, actor: AuditActor, user: User, request:
     targetId: credential.id,
     summary: {
       user_id: user.id,
+      ...(credential.orgId && credential.orgId !== user.id ? { org_id: credential.orgId } : {}),
       kind: credential.kind,
       name: credential.name,
       prefix: credential.prefix,

@@ -30,7 +30,8 @@ export class StreamTickets {
 
   /**
    * Redeems a ticket (once): the principal of the access token that got it, and its conversation.
-   * Unknown, used, expired, or issued by a since revoked or expired token or a suspended user → 401.
+   * Unknown, used, expired, or issued by a since revoked or expired token, a suspended user, or one no longer a
+   * member of the conversation's organization → 401.
    */
   async redeem(ticket: string | undefined): Promise<{ principal: Principal; conversationId: string }> {
     if (!ticket) throw new UnauthenticatedError('Missing ticket query parameter');
@@ -44,6 +45,9 @@ export class StreamTickets {
         isSuperAdmin: row.is_super_admin,
         credentialId: row.credential_id,
         credentialKind: 'access_token',
+        orgId: row.org_id,
+        orgRole: row.org_role,
+        orgSuspended: false,
       },
     };
   }

@@ -11,8 +11,8 @@ const DELIVERY_SELECT = `select m.id, d.endpoint_id, m.type, m.data, d.state, d.
 // Endpoints
 
 /** Locks the user's row until the transaction ends, so that endpoint counts and inserts are serialized per user. */
-export async function lockUser(trx: SqlRunner, userId: string): Promise<void> {
-  await sqlRun(trx, 'select 1 from users where id = $1 for update', [userId]);
+export async function lockOwner(trx: SqlRunner, ownerId: string): Promise<void> {
+  await sqlRun(trx, 'select 1 from organizations where id = $1 for update', [ownerId]);
 }
 
 /** How many endpoints the user has, for the per-user cap. */

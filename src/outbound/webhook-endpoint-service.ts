@@ -40,7 +40,7 @@ import {
   listDeliveries,
   listEndpoints,
   lockEndpoint,
-  lockUser,
+  lockOwner,
   markDeliveryPending,
   rotateEndpointSecret,
   runningTaskKind,
@@ -123,13 +123,13 @@ export class WebhookEndpointService {
     const headers = sealHeaders(this.box, checkHeaders(input.headers ?? {}));
     const secret = generateSecret();
     const row = await this.knex.transaction(async (trx) => {
-      await lockUser(trx, principal.userId);
-      if ((await countEndpoints(trx, principal.userId)) >= this.config.maxEndpoints) {
+      await lockOwner(trx, principal.orgId);
+      if ((await countEndpoints(trx, principal.orgId)) >= this.config.maxEndpoints) {
         throw new ConflictError(`At most ${this.config.maxEndpoints} webhook endpoints per user`);
       }
       const created = await insertEndpoint(trx, {
         id: randomUUID(),
-        ownerId: principal.userId,
+        ownerId: principal.orgId,
         url,
         description: input.description ?? '',
         eventTypes: input.event_types ?? null,
@@ -155,7 +155,7 @@ export class WebhookEndpointService {
   }
 
   async list(principal: Principal): Promise<WebhookEndpointView[]> {
-    return (await listEndpoints(this.em, principal.userId)).map((row) => this.view(row));
+    return (await listEndpoints(this.em, principal.orgId)).map((row) => this.view(row));
   }
 
   async get(principal: Principal, id: string): Promise<WebhookEndpointView> {
@@ -172,7 +172,7 @@ export class WebhookEndpointService {
     const row = await this.knex.transaction(async (trx) => {
       const updated = await updateEndpoint(trx, {
         id: endpoint.id,
-        ownerId: principal.userId,
+        ownerId: principal.orgId,
         url,
         description: changes.description ?? endpoint.description,
         eventTypes: changes.event_types === undefined ? endpoint.event_types : changes.event_types,
@@ -196,7 +196,7 @@ export class WebhookEndpointService {
   async delete(principal: Principal, id: string): Promise<void> {
     const endpoint = await this.owned(principal, id);
     await this.knex.transaction(async (trx) => {
-      await deleteEndpoint(trx, endpoint.id, principal.userId);
+      await deleteEndpoint(trx, endpoint.id, principal.orgId);
       await audit(trx, principal, 'webhook_endpoint.deleted', endpoint.id, { url: endpoint.url });
     });
   }
@@ -208,7 +208,7 @@ export class WebhookEndpointService {
     const row = await this.knex.transaction(async (trx) => {
       const rotated = await rotateEndpointSecret(trx, {
         id: endpoint.id,
-        ownerId: principal.userId,
+        ownerId: principal.orgId,
         secret: this.box.encrypt(secret, ENDPOINT_SECRET_PURPOSE),
         overlapMs: this.config.rotationOverlapMs,
       });
@@ -226,7 +226,7 @@ export class WebhookEndpointService {
       const messageId = `msg_${randomUUID().replaceAll('-', '')}`;
       await insertTestMessage(trx, {
         id: messageId,
-        ownerId: principal.userId,
+        ownerId: principal.orgId,
         data: { endpoint_id: endpoint.id, message: 'A test message from the agent platform' },
       });
       await insertTestDelivery(trx, endpoint.id, messageId);
@@ -350,7 +350,7 @@ export class WebhookEndpointService {
   }
 
   private async owned(principal: Principal, id: string): Promise<EndpointRow> {
-    const endpoint = await findOwnedEndpoint(this.em, canonicalUuid(id), principal.userId);
+    const endpoint = await findOwnedEndpoint(this.em, canonicalUuid(id), principal.orgId);
     // Another user's endpoint is as absent as a missing one: its existence is not the caller's business.
     if (!endpoint) throw new NotFoundError('Webhook endpoint not found');
     return endpoint;

@@ -30,8 +30,8 @@ export class SearchService {
     const { query, filter } = this.read(input);
     const before = cursor === undefined ? undefined : hitCursorPosition(cursor, { q: query.text, ...filter });
     const [rows, indexedThrough] = await Promise.all([
-      queries.hitPage(this.em, principal.userId, query, filter, limit + 1, before),
-      queries.indexedThrough(this.em, principal.userId, filter.conversationId),
+      queries.hitPage(this.em, principal.orgId, query, filter, limit + 1, before),
+      queries.indexedThrough(this.em, principal.orgId, filter.conversationId),
     ]);
     const more = rows.length > limit;
     const items = rows.slice(0, limit).map((row) => ({
@@ -54,8 +54,8 @@ export class SearchService {
   async countEvents(principal: Principal, input: HitSearchInput): Promise<SearchHitCount> {
     const { query, filter } = this.read(input);
     const [count, indexedThrough] = await Promise.all([
-      queries.hitCount(this.em, principal.userId, query, filter),
-      queries.indexedThrough(this.em, principal.userId, filter.conversationId),
+      queries.hitCount(this.em, principal.orgId, query, filter),
+      queries.indexedThrough(this.em, principal.orgId, filter.conversationId),
     ]);
     return { count, indexed_through: indexedThrough };
   }

@@ -42,7 +42,7 @@ export class ShareService {
     const token = `apsh_${randomBytes(32).toString('base64url')}`;
     const row = await this.em.fork().transactional(async (em) => {
       // Locked: two creations at once cannot both pass the cap.
-      if ((await queries.lockConversationOwner(em, id)) !== principal.userId) throw conversationNotFound();
+      if ((await queries.lockConversationOwner(em, id)) !== principal.orgId) throw conversationNotFound();
       // After the owner check: someone else's conversation answers 404 whatever the body.
       const expiresAt = expiryOf(request.expires_at ?? null);
       if ((await queries.activeLinkCount(em, id)) >= MAX_ACTIVE_LINKS) {
@@ -72,7 +72,7 @@ export class ShareService {
   /** The caller's conversation's links (working ones first). */
   async list(principal: Principal, conversationId: string): Promise<ShareLink[]> {
     const id = canonicalUuid(conversationId);
-    if ((await queries.conversationOwnerId(this.em, id)) !== principal.userId) throw conversationNotFound();
+    if ((await queries.conversationOwnerId(this.em, id)) !== principal.orgId) throw conversationNotFound();
     return (await queries.shareLinks(this.em, id, LISTED_LINKS)).map((row) => toShareLinkView(row));
   }
 
@@ -80,7 +80,7 @@ export class ShareService {
   async revoke(principal: Principal, conversationId: string, linkId: string): Promise<ShareLink> {
     const id = canonicalUuid(conversationId);
     const result = await this.em.fork().transactional(async (em) => {
-      if ((await queries.conversationOwnerId(em, id)) !== principal.userId) throw conversationNotFound();
+      if ((await queries.conversationOwnerId(em, id)) !== principal.orgId) throw conversationNotFound();
       const revoked = await queries.revokeShareLink(em, id, linkId);
       if (!revoked) throw new NotFoundError('Share link not found');
       if (revoked.revoked) {

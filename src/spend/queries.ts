@@ -184,7 +184,7 @@ export async function addToTotal(trx: SqlRunner, ownerId: string, amount: bigint
     `insert into spend_totals as t (owner_id, spent_micro_usd) values ($1, $2)
      on conflict (owner_id) do update set spent_micro_usd = t.spent_micro_usd + excluded.spent_micro_usd
      returning spent_micro_usd::text as spent,
-       (select coalesce(sum(amount_usd), 0) from credit_ledger where user_id = $1)::text as purchased`,
+       (select coalesce(sum(amount_usd), 0) from credit_ledger where owner_id = $1)::text as purchased`,
     [ownerId, amount.toString()],
   );
   return balance!;

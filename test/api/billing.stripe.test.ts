@@ -187,7 +187,7 @@ describe('billing through Stripe Checkout', () => {
         cancel_url: `${BASE_URL}/billing/checkout/${session.id}?outcome=cancel`,
         client_reference_id: session.id,
         'metadata[checkout_session_id]': session.id,
-        'metadata[user_id]': user.userId,
+        'metadata[owner_id]': user.userId,
         expires_at: String(new Date(session.expires_at).getTime() / 1000),
       });
       expect(session.provider_session_id).to.equal(new URL(session.redirectUrl).pathname.split('/').pop());

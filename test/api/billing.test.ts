@@ -11,7 +11,7 @@ const MAX_AMOUNT = 500;
 
 interface SessionRow {
   id: string;
-  user_id: string;
+  owner_id: string;
   amount_usd: number;
   provider: string;
   provider_session_id: string;
@@ -26,7 +26,7 @@ function query<T>(sql: string, params: unknown[] = []): Promise<T[]> {
 }
 
 const sessionRow = async (id: string) => (await query<SessionRow>('select * from checkout_sessions where id = ?', [id]))[0];
-const ledgerRows = (userId: string) => query<{ checkout_session_id: string; amount_usd: number }>('select * from credit_ledger where user_id = ?', [userId]);
+const ledgerRows = (userId: string) => query<{ checkout_session_id: string; amount_usd: number }>('select * from credit_ledger where owner_id = ?', [userId]);
 
 /** The session id at the end of a local checkout's redirect URL. */
 const sessionIdOf = (redirectUrl: string) => new URL(redirectUrl).pathname.split('/').pop()!;
@@ -63,7 +63,7 @@ describe('billing: E4 and the local checkout', () => {
       expect(url.origin).to.equal(BASE_URL);
       expect(url.pathname).to.match(/^\/billing\/checkout\/[0-9a-f-]{36}$/);
       const row = await sessionRow(sessionIdOf(response.body.redirect_url));
-      expect(row).to.include({ user_id: user.userId, amount_usd: 25, provider: 'local', status: 'pending', completed_at: null });
+      expect(row).to.include({ owner_id: user.userId, amount_usd: 25, provider: 'local', status: 'pending', completed_at: null });
       const ttlMs = new Date(row!.expires_at).getTime() - before;
       expect(ttlMs).to.be.within(45 * 60_000 - 1000, 45 * 60_000 + 5000);
     });
@@ -109,7 +109,7 @@ describe('billing: E4 and the local checkout', () => {
 
     it('lists at most `limit` sessions, newest first, and answers 422 for a limit out of range', async () => {
       for (const amount of [1, 2, 3]) await startCheckout(amount);
-      await query("update checkout_sessions set created_at = now() - make_interval(secs => amount_usd) where user_id = ?", [user.userId]);
+      await query("update checkout_sessions set created_at = now() - make_interval(secs => amount_usd) where owner_id = ?", [user.userId]);
       const page = (await client.request.get(`${CREDITS}?limit=2`).set('X-Access-Token', user.accessToken).expect(200)).body;
       expect(page.sessions.map((s: { amount_usd: number }) => s.amount_usd)).to.deep.equal([1, 2]);
       for (const limit of ['0', '101', 'x']) {

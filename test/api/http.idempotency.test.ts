@@ -50,11 +50,11 @@ describe('idempotency keys: POST with Idempotency-Key', function () {
     expect(again.headers['idempotent-replayed']).to.equal('true');
     expect(again.headers['content-type']).to.match(/^application\/json/);
     expect(again.body).to.deep.equal(first.body);
-    expect(await countOf('checkout_sessions', 'user_id = ?', [user.userId])).to.equal(1);
+    expect(await countOf('checkout_sessions', 'owner_id = ?', [user.userId])).to.equal(1);
     // Without a key every request creates.
     await checkout(undefined, 25).expect(200);
     await checkout(undefined, 25).expect(200);
-    expect(await countOf('checkout_sessions', 'user_id = ?', [user.userId])).to.equal(3);
+    expect(await countOf('checkout_sessions', 'owner_id = ?', [user.userId])).to.equal(3);
   });
 
   it('the same key with another body is a 422 naming the header, and creates nothing', async () => {
@@ -64,7 +64,7 @@ describe('idempotency keys: POST with Idempotency-Key', function () {
     expect(other.body.detail[0].loc).to.deep.equal(['header', 'idempotency-key']);
     expect(other.body.detail[0].type).to.equal('idempotency_key_reused');
     expect(other.body.detail[0].msg).to.include('Idempotency-Key');
-    expect(await countOf('checkout_sessions', 'user_id = ?', [user.userId])).to.equal(1);
+    expect(await countOf('checkout_sessions', 'owner_id = ?', [user.userId])).to.equal(1);
   });
 
   it('a duplicate while the first is in flight gets 409 with Retry-After; concurrent duplicates make one session', async () => {
@@ -79,7 +79,7 @@ describe('idempotency keys: POST with Idempotency-Key', function () {
     const busy = await client.request.post(CHECKOUT).set('X-Access-Token', user.accessToken).set('Idempotency-Key', key).set('Content-Type', 'application/json').send(body).expect(409);
     expect(busy.headers['retry-after']).to.equal('1');
     expect(busy.body.detail).to.include('still being processed');
-    expect(await countOf('checkout_sessions', 'user_id = ?', [user.userId])).to.equal(0);
+    expect(await countOf('checkout_sessions', 'owner_id = ?', [user.userId])).to.equal(0);
 
     // Really concurrent: one creates, the others wait for nothing (409) or get its response again.
     const concurrentKey = randomUUID();
@@ -89,7 +89,7 @@ describe('idempotency keys: POST with Idempotency-Key', function () {
     for (const answer of answers.filter((a) => a !== firsts[0])) {
       expect(`${answer.status} ${answer.headers['idempotent-replayed']}`).to.be.oneOf(['409 undefined', '200 true']);
     }
-    expect(await countOf('checkout_sessions', 'user_id = ? and amount_usd = 40', [user.userId])).to.equal(1);
+    expect(await countOf('checkout_sessions', 'owner_id = ? and amount_usd = 40', [user.userId])).to.equal(1);
   });
 
   it('keys belong to the credential owner: another user with the same key creates their own', async () => {
@@ -153,7 +153,7 @@ describe('idempotency keys: POST with Idempotency-Key', function () {
     await sql(`update idempotency_records set expires_at = now() - interval '1 second'`);
     const later = await checkout(key, 25).expect(200);
     expect(later.headers['idempotent-replayed']).to.equal(undefined);
-    expect(await countOf('checkout_sessions', 'user_id = ?', [user.userId])).to.equal(2);
+    expect(await countOf('checkout_sessions', 'owner_id = ?', [user.userId])).to.equal(2);
     await sql(`update idempotency_records set expires_at = now() - interval '1 second'`);
     const deleted = await new IdempotencyRecordRetention(testDatabase().orm.em, createLogger('silent')).sweep();
     expect(deleted).to.equal(1);

@@ -451,7 +451,7 @@ describe('administration over HTTP', function () {
       expect(rows.map((r) => [r.actor, r.action, r.target_type, r.target_id])).to.deep.equal([
         ['system:local-checkout', 'checkout_session.completed', 'checkout_session', id],
       ]);
-      expect(rows[0]!.summary).to.deep.equal({ user_id: member.userId, amount_usd: 25, provider: 'local' });
+      expect(rows[0]!.summary).to.deep.equal({ owner_id: member.userId, amount_usd: 25, provider: 'local' });
     });
   });
 });

@@ -137,6 +137,9 @@ describe('webhook group commit', () => {
       isSuperAdmin: false,
       credentialId: randomUUID(),
       credentialKind: 'session_api_key',
+      orgId: userId,
+      orgRole: 'member',
+      orgSuspended: false,
     });
 
     it('stores concurrent batches in fewer transactions than requests, each answered with its own outcome', async () => {
@@ -271,6 +274,9 @@ describe('webhook group commit', () => {
         isSuperAdmin: false,
         credentialId: randomUUID(),
         credentialKind: 'session_api_key',
+        orgId: owner.userId,
+        orgRole: 'member',
+        orgSuspended: false,
       };
       const conversations = [randomUUID(), randomUUID(), randomUUID()];
       const batches = conversations.map((_, b) => Array.from({ length: 100 }, (_, n) => messageOf(900 + n, b * 100 + n)));

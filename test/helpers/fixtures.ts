@@ -6,6 +6,8 @@ import { rememberSecret } from './secret-scan.ts';
 
 export interface UserFixture {
   userId: string;
+  /** The user's personal organization: the same id as the user. */
+  orgId: string;
   email: string;
   accessToken: string;
   sessionApiKey: string;
@@ -37,6 +39,7 @@ export async function createUserFixture(options: { email?: string; superAdmin?: 
     .execute('insert into users (id, email, is_super_admin) values (?, ?, ?)', [userId, email, options.superAdmin ?? false]);
   return {
     userId,
+    orgId: userId,
     email,
     accessToken: await issueFixtureCredential(userId, 'access_token'),
     sessionApiKey: await issueFixtureCredential(userId, 'session_api_key'),

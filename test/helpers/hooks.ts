@@ -76,6 +76,8 @@ export const TABLES = [
   'conversations',
   'verified_models',
   'credentials',
+  'organization_members',
+  'organizations',
   'users',
 ];
 

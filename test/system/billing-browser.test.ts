@@ -59,7 +59,7 @@ describe('local checkout in a browser (headless Chromium)', function () {
     expect(await balance()).to.equal(7);
     const rows = await testDatabase()
       .orm.em.getConnection()
-      .execute('select 1 from credit_ledger where user_id = ?', [user.userId]);
+      .execute('select 1 from credit_ledger where owner_id = ?', [user.userId]);
     expect(rows).to.have.length(1);
   });
 

@@ -14,7 +14,8 @@ export function accountHandlers(identity: IdentityService): OperationHandlers {
       respond<components['schemas']['Me']>(ctx, 200, toMeView(user));
     },
     async listKeys(operation, ctx) {
-      const keys = await identity.listKeys(principalOf(operation).userId);
+      const principal = principalOf(operation);
+      const keys = await identity.listKeys(principal.userId, principal.orgId);
       respond<components['schemas']['KeyList']>(ctx, 200, { keys: keys.map(toKeyView) });
     },
     async createKey(operation, ctx) {
@@ -23,7 +24,7 @@ export function accountHandlers(identity: IdentityService): OperationHandlers {
       const issued = await identity.issueKey(
         principal.userId,
         { userId: principal.userId },
-        { kind: body.kind, name: body.name, expiresInDays: body.expires_in_days },
+        { kind: body.kind, name: body.name, expiresInDays: body.expires_in_days, orgId: principal.orgId },
         principal.credentialExpiresAt,
       );
       respond<components['schemas']['CreatedKey']>(ctx, 201, toCreatedKeyView(issued));

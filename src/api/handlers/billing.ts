@@ -37,15 +37,15 @@ export function billingHandlers(service: BillingService, spend: SpendService, us
   return {
     async createCheckoutSession(operation, ctx) {
       const { amount } = operation.request.requestBody as CheckoutBody;
-      respond(ctx, 200, await service.createCheckoutSession(principalOf(operation).userId, amount));
+      respond(ctx, 200, await service.createCheckoutSession(principalOf(operation).orgId, amount));
     },
     async getCredits(operation, ctx) {
       const { limit } = operation.request.query as CreditsQuery;
-      respond(ctx, 200, await service.credits(principalOf(operation).userId, limit ?? 20));
+      respond(ctx, 200, await service.credits(principalOf(operation).orgId, limit ?? 20));
     },
     async getSpend(operation, ctx) {
       const query = operation.request.query as SpendQuery;
-      const report = await spend.report(principalOf(operation).userId, {
+      const report = await spend.report(principalOf(operation).orgId, {
         groupBy: query.group_by ?? 'conversation',
         since: query.since,
         until: query.until,
@@ -57,7 +57,7 @@ export function billingHandlers(service: BillingService, spend: SpendService, us
     },
     async getUsage(operation, ctx) {
       const query = operation.request.query as UsageQuery;
-      const report = await usage.report(principalOf(operation).userId, {
+      const report = await usage.report(principalOf(operation).orgId, {
         groupBy: query.group_by ?? 'day',
         since: query.since,
         until: query.until,

@@ -21,7 +21,7 @@ export function refusedDeliveryHandlers(refusals: RefusalService, replay: Webhoo
   return {
     async listRefusedDeliveries(operation, ctx) {
       const query = operation.request.query as ListQuery;
-      respond<components['schemas']['RefusedDeliveryPage']>(ctx, 200, await refusals.list({ ownerId: principalOf(operation).userId, ...pageQuery(query) }));
+      respond<components['schemas']['RefusedDeliveryPage']>(ctx, 200, await refusals.list({ ownerId: principalOf(operation).orgId, ...pageQuery(query) }));
     },
     async listAllRefusedDeliveries(operation, ctx) {
       respond<components['schemas']['RefusedDeliveryPage']>(ctx, 200, await refusals.list(pageQuery(operation.request.query as ListQuery)));
