@@ -5957,7 +5957,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "This conversation belongs to another user."
+                     *       "detail": "This conversation belongs to another organization."
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBody"];
@@ -6067,7 +6067,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "This conversation belongs to another user."
+                     *       "detail": "This conversation belongs to another organization."
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBody"];
@@ -10486,7 +10486,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "This conversation belongs to another user"
+                     *       "detail": "This conversation belongs to another organization"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBody"];

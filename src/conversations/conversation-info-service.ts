@@ -84,7 +84,7 @@ export class ConversationInfoService {
     const knex = this.em.getConnection().getKnex();
     const result = await knex.transaction(async (trx) => {
       const { created, ownerId } = await queries.createAndLockConversation(trx, id, principal.orgId);
-      if (ownerId !== principal.orgId) throw new ForbiddenError('This conversation belongs to another user');
+      if (ownerId !== principal.orgId) throw new ForbiddenError('This conversation belongs to another organization');
 
       // The agent-server's previous title, to tell a title it changed from one it repeats.
       const previousTitle = await queries.storedInfoTitle(trx, id);

@@ -196,7 +196,7 @@ export class ConversationService {
     const bytes = batch.payloads.reduce((sum, payload) => sum + payload.length, 0);
     const weight = bytes > COMMIT_ALONE_ABOVE_BYTES ? this.fullGroupEvents : batch.eventIds.length + batch.deltas.length;
     const result = await this.ingestion.submit(batch, weight);
-    if (result.owner_id !== batch.ownerId) throw new ForbiddenError('This conversation belongs to another user');
+    if (result.owner_id !== batch.ownerId) throw new ForbiddenError('This conversation belongs to another organization');
     const { stored } = result;
     this.log.debug({ conversationId: batch.conversationId, received, stored, droppedDeltas }, 'events ingested');
     return { stored, droppedDeltas };
@@ -270,7 +270,7 @@ export class ConversationService {
   async getConversation(principal: Principal, conversationId: string): Promise<ConversationView> {
     const read = await readConversationView(this.em, canonicalUuid(conversationId));
     if (!read) throw new NotFoundError('Conversation not found');
-    if (read.ownerId !== principal.orgId) throw new ForbiddenError('This conversation belongs to another user');
+    if (read.ownerId !== principal.orgId) throw new ForbiddenError('This conversation belongs to another organization');
     return read.view;
   }
 
@@ -396,7 +396,7 @@ export class ConversationService {
     const id = canonicalUuid(conversationId);
     const conversation = await queries.conversationOwner(this.em, id);
     if (!conversation) throw new NotFoundError('Conversation not found');
-    if (conversation.owner_id !== principal.orgId) throw new ForbiddenError('This conversation belongs to another user');
+    if (conversation.owner_id !== principal.orgId) throw new ForbiddenError('This conversation belongs to another organization');
     return conversation;
   }
 }

@@ -99,7 +99,7 @@ export class RefusalService {
     if (query.ownerId !== undefined && conversationKey !== null) {
       // A refused batch may name a conversation that does not exist yet: that one is the caller's to see.
       const owner = await conversationOwner(this.em, conversationKey);
-      if (owner !== undefined && owner !== query.ownerId) throw new ForbiddenError('This conversation belongs to another user');
+      if (owner !== undefined && owner !== query.ownerId) throw new ForbiddenError('This conversation belongs to another organization');
     }
     const scope = cursorScope(query.ownerId, conversationKey, query.since, query.resolved);
     const beforeId = query.cursor === undefined ? null : cursorPosition(query.cursor, scope);

@@ -110,7 +110,7 @@ describe('POST /api/v1/webhooks/conversations', () => {
     await post(conversationInfo(conversationId)).expect(201);
     const intruder = await createUserFixture();
     const response = await post(conversationInfo(conversationId, { title: 'hijacked', updated_at: '2027-01-01T00:00:00Z' }), intruder.sessionApiKey).expect(403);
-    expect(response.body).to.deep.equal({ detail: 'This conversation belongs to another user' });
+    expect(response.body).to.deep.equal({ detail: 'This conversation belongs to another organization' });
     expect((await getConversation(conversationId)).title).to.equal('Fix the failing test');
   });
 

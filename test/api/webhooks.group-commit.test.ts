@@ -111,7 +111,7 @@ describe('webhook group commit', () => {
       responses.forEach((response, k) => {
         const expected = cases[order[k]!]!;
         expect(response.status, JSON.stringify(response.body)).to.equal(expected.status);
-        if (expected.status === 403) expect(response.body).to.deep.equal({ detail: 'This conversation belongs to another user' });
+        if (expected.status === 403) expect(response.body).to.deep.equal({ detail: 'This conversation belongs to another organization' });
         if (expected.status === 422) expect(response.body.detail[0].loc.slice(0, 2)).to.deep.equal(['body', 2]);
       });
 

@@ -273,7 +273,7 @@ describe('POST /api/v1/webhooks/events/{conversation_id}', () => {
       await post(conversationId, [minimalEvent('PauseEvent')]).expect(200);
       const intruder = await createUserFixture();
       const response = await post(conversationId, [minimalEvent('InterruptEvent')], intruder.sessionApiKey).expect(403);
-      expect(response.body).to.deep.equal({ detail: 'This conversation belongs to another user' });
+      expect(response.body).to.deep.equal({ detail: 'This conversation belongs to another organization' });
       expect((await readConversation(conversationId)).event_count).to.equal(1);
     });
   });
