@@ -3742,9 +3742,14 @@ export interface components {
             id: number;
             /**
              * Format: uuid
-             * @description The user whose session API key sent it.
+             * @description The user whose session API key sent it (its last attempt).
              */
             user_id: string;
+            /**
+             * Format: uuid
+             * @description The organization that key acts in, which owns the refusal; for a single user, their personal organization (the same id as `user_id`).
+             */
+            org_id: string;
             /** @description The conversation id exactly as it was in the path (it may not be a valid one). */
             conversation_id: string;
             /**
@@ -10458,6 +10463,7 @@ export interface operations {
                      *         {
                      *           "id": 42,
                      *           "user_id": "5a0c9e1b-2f3d-4e5a-8b6c-7d8e9f0a1b2c",
+                     *           "org_id": "5a0c9e1b-2f3d-4e5a-8b6c-7d8e9f0a1b2c",
                      *           "conversation_id": "0b8f6c2e4d1a4c539a576f0a5b1d2e3f",
                      *           "status": 422,
                      *           "reason": "union_tag_invalid",
@@ -10539,6 +10545,7 @@ export interface operations {
                      *         {
                      *           "id": 43,
                      *           "user_id": "5a0c9e1b-2f3d-4e5a-8b6c-7d8e9f0a1b2c",
+                     *           "org_id": "5a0c9e1b-2f3d-4e5a-8b6c-7d8e9f0a1b2c",
                      *           "conversation_id": "0b8f6c2e4d1a4c539a576f0a5b1d2e3f",
                      *           "status": 413,
                      *           "reason": "batch_too_large",
@@ -10592,6 +10599,7 @@ export interface operations {
                      *       "delivery": {
                      *         "id": 42,
                      *         "user_id": "5a0c9e1b-2f3d-4e5a-8b6c-7d8e9f0a1b2c",
+                     *         "org_id": "5a0c9e1b-2f3d-4e5a-8b6c-7d8e9f0a1b2c",
                      *         "conversation_id": "0b8f6c2e4d1a4c539a576f0a5b1d2e3f",
                      *         "status": 422,
                      *         "reason": "union_tag_invalid",

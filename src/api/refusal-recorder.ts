@@ -21,7 +21,7 @@ export type RefusalObserver = (refusal: RefusalReason) => void;
 export function refusalRecorder(refusals: RefusalService, log: Logger, observe: RefusalObserver) {
   return async (ctx: KoaContext, error: unknown): Promise<void> => {
     const { status } = ctx;
-    if (ctx.state.operationId !== 'ingestEvents' || (status !== 413 && status !== 422) || !ctx.state.orgId) return;
+    if (ctx.state.operationId !== 'ingestEvents' || (status !== 413 && status !== 422) || !ctx.state.orgId || !ctx.state.userId) return;
     const match = WEBHOOK_PATH.exec(ctx.path);
     const conversationId = safeDecode(match?.[1] ?? '').slice(0, MAX_CONVERSATION_ID_CHARS);
     const refusal = refusalOf(status, (ctx.body as { detail?: unknown } | undefined)?.detail, error instanceof BatchTooLargeError ? BATCH_TOO_LARGE : undefined);
@@ -30,6 +30,7 @@ export function refusalRecorder(refusals: RefusalService, log: Logger, observe: 
     try {
       const recorded = await refusals.record({
         ownerId: ctx.state.orgId,
+        senderId: ctx.state.userId,
         conversationId,
         refusal,
         body,

@@ -7,6 +7,7 @@ export type DeliveryRefusalsView = components['schemas']['DeliveryRefusals'];
 export interface RefusedDeliveryRow {
   id: string;
   owner_id: string;
+  sender_id: string | null;
   conversation_id: string;
   status: number;
   reason: string;
@@ -24,13 +25,15 @@ export interface RefusedDeliveryRow {
 export const iso = (value: Date | string): string => new Date(value).toISOString();
 
 /** Every column but the body (which only a replay reads). */
-export const REFUSED_DELIVERY_COLUMNS = `id, owner_id, conversation_id, status, reason, detail, body_bytes, event_count, attempts,
+export const REFUSED_DELIVERY_COLUMNS = `id, owner_id, sender_id, conversation_id, status, reason, detail, body_bytes, event_count, attempts,
   first_seen_at, last_seen_at, replayed_at`;
 
 export function toRefusedDeliveryView(row: RefusedDeliveryRow): RefusedDeliveryView {
   return {
     id: Number(row.id),
-    user_id: row.owner_id,
+    // Refused before organizations: the owner was the user who sent it.
+    user_id: row.sender_id ?? row.owner_id,
+    org_id: row.owner_id,
     conversation_id: row.conversation_id,
     status: row.status as RefusedDeliveryView['status'],
     reason: row.reason,

@@ -30,14 +30,14 @@ type Counted = { id: string; attempts: number };
 /** One more attempt of a body already refused for this caller and conversation id; undefined when it is new. */
 export async function countRepeatedRefusal(
   em: EntityManager,
-  key: { ownerId: string; conversationId: string; fingerprint: string },
+  key: { ownerId: string; conversationId: string; fingerprint: string; senderId: string },
   refusal: RefusalReason,
 ): Promise<Counted | undefined> {
   const [row] = await sqlRows<Counted>(
     em,
-    `update refused_deliveries set attempts = attempts + 1, last_seen_at = now(), status = $4, reason = $5, detail = $6
+    `update refused_deliveries set attempts = attempts + 1, last_seen_at = now(), status = $4, reason = $5, detail = $6, sender_id = $7
      where owner_id = $1 and conversation_id = $2 and fingerprint = $3 returning id, attempts`,
-    [key.ownerId, key.conversationId, key.fingerprint, refusal.status, refusal.reason, refusal.detail],
+    [key.ownerId, key.conversationId, key.fingerprint, refusal.status, refusal.reason, refusal.detail, key.senderId],
   );
   return row;
 }
@@ -47,6 +47,7 @@ export async function insertRefusal(
   em: EntityManager,
   row: {
     ownerId: string;
+    senderId: string;
     conversationId: string;
     conversationKey: string | null;
     fingerprint: string;
@@ -60,12 +61,13 @@ export async function insertRefusal(
   const [inserted] = await sqlRows<Counted>(
     em,
     `insert into refused_deliveries as r
-       (owner_id, conversation_id, conversation_key, status, reason, detail, fingerprint, body, body_bytes, event_count, event_ids)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       (owner_id, conversation_id, conversation_key, status, reason, detail, fingerprint, body, body_bytes, event_count, event_ids, sender_id)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
      on conflict (owner_id, conversation_id, fingerprint) do update
-       set attempts = r.attempts + 1, last_seen_at = now(), status = excluded.status, reason = excluded.reason, detail = excluded.detail
+       set attempts = r.attempts + 1, last_seen_at = now(), status = excluded.status, reason = excluded.reason, detail = excluded.detail,
+           sender_id = excluded.sender_id
      returning id, attempts`,
-    [row.ownerId, row.conversationId, row.conversationKey, row.refusal.status, row.refusal.reason, row.refusal.detail, row.fingerprint, row.body, row.bodyBytes, row.eventCount, row.eventIds],
+    [row.ownerId, row.conversationId, row.conversationKey, row.refusal.status, row.refusal.reason, row.refusal.detail, row.fingerprint, row.body, row.bodyBytes, row.eventCount, row.eventIds, row.senderId],
   );
   return inserted!;
 }

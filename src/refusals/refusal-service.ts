@@ -17,7 +17,10 @@ import {
 
 /** One refused webhook batch, as the recorder saw it. */
 export interface RefusedBatch {
+  /** The organization whose session API key sent it. */
   ownerId: string;
+  /** The user who made that key. */
+  senderId: string;
   /** The conversation id exactly as it was in the path. */
   conversationId: string;
   refusal: RefusalReason;
@@ -72,7 +75,7 @@ export class RefusalService {
     const fingerprint = batch.body
       ? `sha256:${createHash('sha256').update(batch.body).digest('hex')}`
       : `unread:${batch.announcedBytes ?? 'unknown'}`;
-    const key = { ownerId: batch.ownerId, conversationId: batch.conversationId, fingerprint };
+    const key = { ownerId: batch.ownerId, conversationId: batch.conversationId, fingerprint, senderId: batch.senderId };
     const conversationKey = UUID_PATTERN.test(batch.conversationId) ? canonicalUuid(batch.conversationId) : null;
     const row =
       (await countRepeatedRefusal(this.em, key, batch.refusal)) ??
