@@ -2,6 +2,7 @@ import { api, describeError, type Schemas } from '../api.ts';
 import { confirmedAction } from '../confirm.ts';
 import { badge, h, notice, replace, time } from '../dom.ts';
 import type { Page } from '../main.ts';
+import { endpointSettings } from './webhook-endpoint-settings.ts';
 
 type Window = Schemas['WebhookEndpointStats']['window'];
 type Task = Schemas['WebhookRecoverTask'] | Schemas['WebhookMessageRetryTask'];
@@ -18,7 +19,8 @@ export const webhookEndpointPage: Page = (main, route) => {
   const stats = h('section', { class: 'card stack', 'aria-labelledby': 'stats-title' });
   const actions = h('section', { class: 'card stack', 'aria-labelledby': 'actions-title' });
   const log = h('section', { class: 'card stack', 'aria-labelledby': 'log-title' });
-  replace(main, h('p', { class: 'crumbs' }, h('a', { href: '#/account' }, 'Account')), head, h('div', { class: 'grid' }, stats, actions), log);
+  const settings = h('div');
+  replace(main, h('p', { class: 'crumbs' }, h('a', { href: '#/account' }, 'Account')), head, h('div', { class: 'grid' }, stats, actions), settings, log);
 
   const showStats = async (window: Window) => {
     const { data, error, response } = await api.GET('/api/v1/webhook-endpoints/{endpoint_id}/stats', { params: { path: { endpoint_id: id }, query: { window } } });
@@ -70,8 +72,9 @@ export const webhookEndpointPage: Page = (main, route) => {
     event.preventDefault();
     void showLog();
   });
-  void api.GET('/api/v1/webhook-event-types').then(({ data }) => {
-    for (const item of data?.items ?? []) typeFilter.append(h('option', { value: item.type }, item.type));
+  const eventTypes = api.GET('/api/v1/webhook-event-types').then(({ data }) => (data?.items ?? []).map((item) => item.type));
+  void eventTypes.then((types) => {
+    for (const type of types) typeFilter.append(h('option', { value: type }, type));
   });
   const logFilter = () => ({
     ...(stateFilter.value ? { status: stateFilter.value as MessageState } : {}),
@@ -199,10 +202,18 @@ export const webhookEndpointPage: Page = (main, route) => {
   }, 'Send test');
   replace(actions, h('h2', { id: 'actions-title' }, 'Actions'), h('div', { class: 'inline-form' }, test), message, recover, progress);
 
+  /** The head, the disabled notice and the settings form, for the endpoint as loaded or just saved. */
+  const show = async (endpoint: Schemas['WebhookEndpoint'], justSaved = false) => {
+    replace(head, h('h1', { class: 'meta' }, endpoint.url), endpoint.description ? h('p', { class: 'hint' }, endpoint.description) : null);
+    if (endpoint.disabled) replace(message, notice(`Disabled${endpoint.disabled_reason ? `: ${endpoint.disabled_reason}` : ''}. Enable it before recovering or retrying its messages.`, 'error'));
+    else message.replaceChildren();
+    const form = endpointSettings(endpoint, await eventTypes, (updated) => void show(updated, true));
+    replace(settings, form);
+    if (justSaved) replace(form.querySelector('#settings-message')!, notice('Settings saved.'));
+  };
   void api.GET('/api/v1/webhook-endpoints/{endpoint_id}', path).then(({ data, error, response }) => {
     if (!data) return replace(main, h('h1', null, 'Webhook endpoint'), notice(describeError(error, response.status), 'error'));
-    replace(head, h('h1', { class: 'meta' }, data.url), data.description ? h('p', { class: 'hint' }, data.description) : null);
-    if (data.disabled) replace(message, notice(`Disabled${data.disabled_reason ? `: ${data.disabled_reason}` : ''}. Enable it before recovering or retrying its messages.`, 'error'));
+    void show(data);
   });
   void refresh();
   return () => {
