@@ -171,7 +171,7 @@ describe('Migration20261127210000_organizations on a database of single users (b
     for (const key of keys) expect(key.org_id, `${key.kind} of ${key.user_id}`).to.equal(key.kind === 'session_api_key' ? key.user_id : null);
     // What a user owned, their organization owns: the same id, so no row was rewritten.
     for (const table of ['conversations', 'webhook_endpoints', 'credit_ledger', 'checkout_sessions', 'spend_totals', 'workspaces']) {
-      const owners = await query<{ owner_id: string }>(`select distinct owner_id::text from ${table}`).catch(() => query<{ owner_id: string }>(`select distinct admin_user_id::text as owner_id from ${table}`));
+      const owners = await query<{ owner_id: string }>(`select distinct owner_id::text from ${table}`);
       expect(owners.map((row) => row.owner_id), table).to.have.members(table === 'workspaces' ? [ada.id] : [ada.id, bo.id]);
     }
     const [foreignKeys] = await query<{ to_users: number }>(
@@ -221,14 +221,14 @@ describe('Migration20261127210000_organizations on a database of single users (b
     await migrate(testDatabase().orm);
     const columns = async () =>
       query<{ table_name: string; column_name: string }>(
-        "select table_name, column_name from information_schema.columns where table_schema = 'public' and table_name in ('users', 'credentials', 'credit_ledger', 'checkout_sessions') order by 1, 2",
+        "select table_name, column_name from information_schema.columns where table_schema = 'public' and table_name in ('users', 'credentials', 'credit_ledger', 'checkout_sessions', 'workspaces') order by 1, 2",
       );
     await testDatabase().orm.getMigrator().down({ to: LAST_BEFORE_ORGANIZATIONS });
 
     const names = (await columns()).map((row) => `${row.table_name}.${row.column_name}`);
     expect(names).to.include.members(['credit_ledger.user_id', 'checkout_sessions.user_id']);
     expect(names).not.to.include.members(['users.default_org_id']);
-    expect(names.filter((name) => ['credentials.org_id', 'credit_ledger.owner_id', 'checkout_sessions.owner_id'].includes(name))).to.deep.equal([]);
+    expect(names.filter((name) => ['credentials.org_id', 'credit_ledger.owner_id', 'checkout_sessions.owner_id', 'workspaces.owner_id'].includes(name))).to.deep.equal([]);
     const tables = await query<{ name: string }>("select table_name as name from information_schema.tables where table_schema = 'public'");
     expect(tables.map((table) => table.name)).not.to.include.members(['organizations']);
     expect(tables.map((table) => table.name)).not.to.include('organization_members');
