@@ -741,13 +741,16 @@ export interface paths {
         put?: never;
         /**
          * Register an issue-tracker workspace
-         * @description Creates an issue-tracker workspace with the caller as its admin and links the caller to
-         *     it (201). Registering an existing `workspace_name` again updates it (200) when the caller
-         *     is its admin, otherwise 403; either way the caller's active link moves to this workspace
-         *     (a user has at most one active link). `status` becomes `active` or `inactive` from
-         *     `is_active`. `webhook_secret` and `svc_acc_api_key` are encrypted at rest (AES-256-GCM,
-         *     each ciphertext naming its key, so keys can be rotated) and never returned, logged or
-         *     echoed in a 422. Any signed-in user may register (the interface does not name a permission).
+         * @description Creates an issue-tracker workspace belonging to the organization the caller acts in
+         *     (`X-Org-Id`, else their default; a single user: their personal organization) and links
+         *     the caller to it (201). Registering an existing `workspace_name` again updates it (200)
+         *     when it belongs to that organization, whoever of its admins registered it; a name held by
+         *     another organization → 403 (names are the tracker's, unique across organizations). Either
+         *     way the caller's active link moves to this workspace (a user has at most one active
+         *     link). `status` becomes `active` or `inactive` from `is_active`. `webhook_secret` and
+         *     `svc_acc_api_key` are encrypted at rest (AES-256-GCM, each ciphertext naming its key, so
+         *     keys can be rotated) and never returned, logged or echoed in a 422. Owners and admins of
+         *     the organization may register (`MANAGE_WORKSPACES`); members and viewers → 403.
          *
          *     `issuetracker_cloud_id`: when the server is configured with an issue-tracker base URL
          *     (`ISSUE_TRACKER_BASE_URL`, for Jira Cloud `https://{workspace}.atlassian.net`), the
@@ -781,9 +784,10 @@ export interface paths {
         head?: never;
         /**
          * Activate or deactivate a workspace
-         * @description Added (the interface does not show it). The workspace's admin turns it off (`inactive`:
-         *     its tracker webhooks are refused with 404 and nobody can link to it) or on again. Links
-         *     are kept either way. Anyone else → 403; unknown name → 404.
+         * @description Added (the interface does not show it). An owner or admin of the workspace's organization,
+         *     acting in it, turns it off (`inactive`: its tracker webhooks are refused with 404 and nobody
+         *     can link to it) or on again. Links are kept either way. Members and viewers → 403; a
+         *     workspace of another organization → 404, the same as an unknown name.
          */
         patch: operations["updateWorkspace"];
         trace?: never;
@@ -800,9 +804,10 @@ export interface paths {
         /**
          * Link the caller to an existing workspace
          * @description Added (the interface does not show it). Links the caller to the active workspace of that
-         *     name, the way members of a team join the workspace their admin registered; the caller's
-         *     previous active link, if any, becomes inactive. Linking to the workspace already linked
-         *     is a no-op (200). Unknown name → 404; an inactive workspace → 409.
+         *     name in the organization they act in, the way members of a team join the workspace their
+         *     admin registered; the caller's previous active link, if any, becomes inactive. Linking to
+         *     the workspace already linked is a no-op (200). Unknown name, or a workspace of another
+         *     organization → 404 (the same answer); an inactive workspace → 409; a viewer → 403.
          */
         post: operations["linkWorkspace"];
         delete?: never;
@@ -854,8 +859,10 @@ export interface paths {
         };
         /**
          * Get the caller's workspace link
-         * @description Returns the caller's active issue-tracker workspace link with its workspace. `editable`
-         *     is true when the caller is the workspace's admin. No active link → 404.
+         * @description Returns the caller's active issue-tracker workspace link with its workspace (a link is the
+         *     person's, whichever organization they act in). `editable` is true when the workspace
+         *     belongs to the organization the caller acts in and their role there manages workspaces.
+         *     No active link → 404.
          */
         get: operations["getWorkspaceLink"];
         put?: never;
@@ -3935,7 +3942,7 @@ export interface components {
              * @enum {string}
              */
             status: "active" | "inactive";
-            /** @description True when the caller is the workspace's admin. */
+            /** @description True when the workspace belongs to the organization the caller acts in and the caller's role there manages workspaces (owner, admin). */
             editable: boolean;
             /**
              * Format: date-time
@@ -3973,7 +3980,7 @@ export interface components {
             updated_at: string;
             workspace: components["schemas"]["Workspace"];
         };
-        /** @description Change of a workspace by its admin. */
+        /** @description Change of a workspace by an admin of its organization. */
         WorkspaceUpdate: {
             /** @description Whether the workspace is active (`status` `active`) or not (`inactive`). */
             is_active: boolean;
@@ -7505,7 +7512,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The workspace already existed with the caller as its admin and was updated. */
+            /** @description The workspace already existed in the caller's organization and was updated. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7562,7 +7569,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description A workspace with this name exists and the caller is not its admin. */
+            /** @description The caller's role does not manage workspaces, or a workspace with this name belongs to another organization. */
             403: {
                 headers: {
                     [name: string]: unknown;

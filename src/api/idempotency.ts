@@ -40,8 +40,15 @@ function idempotent(handler: OperationHandler, operationId: string, service: Ide
   return async (operation, ctx) => {
     const key = keyOf(ctx.get(IDEMPOTENCY_KEY_HEADER));
     if (key === undefined) return handler(operation, ctx);
-    const ownerId = principalOf(operation).orgId;
-    const requestHash = createHash('sha256').update(`${ctx.method} ${ctx.url}\n`).update(rawBodyOf(ctx)).digest();
+    // A key is the person's: another member of the organization must never get a response made for
+    // someone else (it may hold a key's secret). A shared organization is part of the request, so the same
+    // key sent in another organization is "another request" (422), not a replay; in the personal one the
+    // hash is what it was before organizations, so records kept from then still match.
+    const { userId: ownerId, orgId } = principalOf(operation);
+    const requestHash = createHash('sha256')
+      .update(`${orgId === ownerId ? '' : `${orgId} `}${ctx.method} ${ctx.url}\n`)
+      .update(rawBodyOf(ctx))
+      .digest();
     const outcome = await service.begin(ownerId, key, operationId, requestHash);
     if (outcome.kind === 'replay') return replay(ctx, outcome.response);
     if (outcome.kind === 'other-request') {

@@ -37,6 +37,7 @@ import { Migration20261127190000_refusal_event_ids } from './migrations/Migratio
 import { Migration20261127203500_event_search_statistics } from './migrations/Migration20261127203500_event_search_statistics.ts';
 import { Migration20261127210000_organizations } from './migrations/Migration20261127210000_organizations.ts';
 import { Migration20261127210500_refusal_senders } from './migrations/Migration20261127210500_refusal_senders.ts';
+import { Migration20261127223000_workspace_organizations } from './migrations/Migration20261127223000_workspace_organizations.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
 import { applyFunctionScripts } from './function-scripts.ts';
@@ -76,6 +77,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127203500_event_search_statistics', class: Migration20261127203500_event_search_statistics },
   { name: 'Migration20261127210000_organizations', class: Migration20261127210000_organizations },
   { name: 'Migration20261127210500_refusal_senders', class: Migration20261127210500_refusal_senders },
+  { name: 'Migration20261127223000_workspace_organizations', class: Migration20261127223000_workspace_organizations },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */

@@ -5,7 +5,10 @@ import { User } from '../identity/entities.ts';
 export class Workspace {
   id!: number;
   name!: string;
-  admin!: User;
+  /** The organization the workspace belongs to: its admins manage it, its members link to it. */
+  ownerId!: string;
+  /** Who registered it (null once that user is deleted; the organization keeps the workspace). */
+  admin!: User | null;
   svcAccEmail!: string;
   webhookSecretCiphertext!: string;
   svcAccApiKeyCiphertext!: string;
@@ -31,7 +34,8 @@ export const WorkspaceSchema = new EntitySchema<Workspace>({
   properties: {
     id: { type: 'integer', primary: true, autoincrement: true },
     name: { type: 'string', length: 255, unique: 'workspaces_name_key' },
-    admin: { kind: 'm:1', entity: () => User, fieldName: 'admin_user_id', deleteRule: 'cascade' },
+    ownerId: { type: 'uuid', fieldName: 'owner_id' },
+    admin: { kind: 'm:1', entity: () => User, fieldName: 'admin_user_id', nullable: true, deleteRule: 'set null' },
     svcAccEmail: { type: 'string', length: 320 },
     webhookSecretCiphertext: { type: 'text', lazy: true },
     svcAccApiKeyCiphertext: { type: 'text', lazy: true },

@@ -5,6 +5,7 @@ import { SecretBox } from '../crypto/secret-box.ts';
 import { verifyHubSignature } from '../crypto/hub-signature.ts';
 import { recordAudit } from '../audit/audit-service.ts';
 import { ConflictError, ForbiddenError, NotFoundError, UnauthenticatedError } from '../errors.ts';
+import type { Principal } from '../identity/authenticator.ts';
 import { User } from '../identity/entities.ts';
 import { Workspace, WorkspaceLink } from './entities.ts';
 import type { IssueTracker } from './issue-tracker.ts';
@@ -22,7 +23,12 @@ export const PURPOSE = {
 
 const SIGNATURE_FORM = /^sha256=[0-9a-fA-F]{64}$/;
 
-/** Issue-tracker workspaces, the links of users to them, and the tracker's signed deliveries. */
+/**
+ * Issue-tracker workspaces, the links of users to them, and the tracker's signed deliveries. A workspace
+ * belongs to the organization it was registered in (`principal.orgId`): its admins change it, its members
+ * link to it, and to anyone acting in another organization it does not exist (404). A link is the person's
+ * own (at most one active), whatever organization they act in.
+ */
 export class WorkspaceService {
   constructor(
     private readonly em: EntityManager,
@@ -32,13 +38,14 @@ export class WorkspaceService {
   ) {}
 
   /**
-   * E2: creates the workspace with the caller as admin, or updates it when the caller is its
-   * admin (anyone else: 403), and moves the caller's active link to it.
+   * E2: creates the workspace in the caller's organization, or updates it when it is that organization's
+   * (the name is the tracker's and unique across organizations: another's → 403), and moves the caller's
+   * active link to it. The operation's `x-org-permission` has made sure the caller manages workspaces there.
    */
-  async register(userId: string, input: WorkspaceRegistration): Promise<{ created: boolean; link: WorkspaceLinkView }> {
+  async register(principal: Principal, input: WorkspaceRegistration): Promise<{ created: boolean; link: WorkspaceLinkView }> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.registerOnce(userId, input);
+        return await this.registerOnce(principal, input);
       } catch (error) {
         // A concurrent registration of the same name (or link of the same user) won the race:
         // once more, and this time the lookup sees it (200, or 403 for someone else's).
@@ -48,9 +55,10 @@ export class WorkspaceService {
     }
   }
 
-  private async registerOnce(userId: string, input: WorkspaceRegistration): Promise<{ created: boolean; link: WorkspaceLinkView }> {
+  private async registerOnce(principal: Principal, input: WorkspaceRegistration): Promise<{ created: boolean; link: WorkspaceLinkView }> {
+    const { userId, orgId } = principal;
     const existing = await this.em.fork().findOne(Workspace, { name: input.workspace_name });
-    if (existing && existing.admin.id !== userId) throw new ForbiddenError('You are not the admin of this workspace.');
+    if (existing && existing.ownerId !== orgId) throw new ForbiddenError('You are not the admin of this workspace.');
     // The tracker is asked before anything is written, and outside the transaction.
     const cloudId = this.tracker
       ? (await this.tracker.verifyServiceAccount(input.workspace_name, input.svc_acc_email, input.svc_acc_api_key)).cloudId
@@ -68,6 +76,7 @@ export class WorkspaceService {
       } else {
         workspace = em.create(Workspace, {
           name: input.workspace_name,
+          ownerId: orgId,
           admin: em.getReference(User, userId),
           svcAccEmail: input.svc_acc_email,
           webhookSecretCiphertext,
@@ -91,27 +100,27 @@ export class WorkspaceService {
         summary: { name: workspace.name, svc_acc_email: workspace.svcAccEmail, is_active: workspace.isActive, secrets_replaced: true },
       });
       const link = await this.linkUser(em, userId, workspace);
-      return { created, link: toWorkspaceLinkView(link) };
+      return { created, link: toWorkspaceLinkView(link, principal) };
     });
   }
 
-  /** E5: the caller's active link with its workspace. */
-  async currentLink(userId: string): Promise<WorkspaceLinkView> {
+  /** E5: the caller's active link with its workspace (the person's, whichever organization they act in). */
+  async currentLink(principal: Principal): Promise<WorkspaceLinkView> {
     const link = await this.em
       .fork()
-      .findOne(WorkspaceLink, { user: userId, isActive: true }, { populate: ['workspace'] });
+      .findOne(WorkspaceLink, { user: principal.userId, isActive: true }, { populate: ['workspace'] });
     if (!link) throw new NotFoundError('No issue-tracker workspace is linked to your account.');
-    return toWorkspaceLinkView(link);
+    return toWorkspaceLinkView(link, principal);
   }
 
-  /** Links the caller to an existing active workspace; their previous link becomes inactive. */
-  async link(userId: string, name: string): Promise<WorkspaceLinkView> {
+  /** Links the caller to an active workspace of their organization; their previous link becomes inactive. */
+  async link(principal: Principal, name: string): Promise<WorkspaceLinkView> {
     try {
       return await this.em.fork().transactional(async (em) => {
-        const workspace = await em.findOne(Workspace, { name });
+        const workspace = await em.findOne(Workspace, { name, ownerId: principal.orgId });
         if (!workspace) throw new NotFoundError('No issue-tracker workspace has this name.');
         if (!workspace.isActive) throw new ConflictError('This workspace is inactive.');
-        return toWorkspaceLinkView(await this.linkUser(em, userId, workspace));
+        return toWorkspaceLinkView(await this.linkUser(em, principal.userId, workspace), principal);
       });
     } catch (error) {
       if (error instanceof UniqueConstraintViolationException) {
@@ -122,7 +131,8 @@ export class WorkspaceService {
   }
 
   /** Makes the caller's active link inactive. */
-  async unlink(userId: string): Promise<void> {
+  async unlink(principal: Principal): Promise<void> {
+    const userId = principal.userId;
     await this.em.fork().transactional(async (em) => {
       const link = await em.findOne(
         WorkspaceLink,
@@ -142,12 +152,12 @@ export class WorkspaceService {
     });
   }
 
-  /** The admin turns a workspace off or on. */
-  async setActive(userId: string, name: string, isActive: boolean): Promise<WorkspaceView> {
+  /** An admin of the workspace's organization turns it off or on (`x-org-permission` checked the role). */
+  async setActive(principal: Principal, name: string, isActive: boolean): Promise<WorkspaceView> {
+    const userId = principal.userId;
     return this.em.fork().transactional(async (em) => {
-      const workspace = await em.findOne(Workspace, { name }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      const workspace = await em.findOne(Workspace, { name, ownerId: principal.orgId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
       if (!workspace) throw new NotFoundError('No issue-tracker workspace has this name.');
-      if (workspace.admin.id !== userId) throw new ForbiddenError('You are not the admin of this workspace.');
       if (workspace.isActive !== isActive) {
         workspace.isActive = isActive;
         await em.flush();
@@ -159,7 +169,7 @@ export class WorkspaceService {
           summary: { name: workspace.name },
         });
       }
-      return toWorkspaceView(workspace, userId);
+      return toWorkspaceView(workspace, principal);
     });
   }
 

@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { testConfig, testDatabase } from '../helpers/hooks.ts';
+import { addOrganizationMember } from '../helpers/org-members.ts';
 import { freePort } from '../../scripts/lib/free-port.ts';
 import { secretBoxFor } from '../../src/workspaces/setup.ts';
 import { PURPOSE } from '../../src/workspaces/workspace-service.ts';
@@ -217,18 +218,22 @@ describe('issue-tracker workspaces', () => {
   });
 
   describe('linking, unlinking and deactivating', () => {
-    it('links a second user by name, with editable false; they cannot edit the workspace', async () => {
+    // Bob links as a member of Alice's organization: a workspace belongs to the organization it was registered in.
+    it('links a second user (a member of the organization) by name, with editable false; they cannot edit the workspace', async () => {
       const body = registration();
       const created = (await register(body).expect(201)).body as LinkBody;
-      const linked = (await client.request.post(`${WORKSPACES}/${body.workspace_name}/link`).set('X-Access-Token', bob.accessToken).expect(200))
+      await addOrganizationMember(alice.orgId, bob.userId, 'member');
+      const linked = (await client.request.post(`${WORKSPACES}/${body.workspace_name}/link`).set('X-Access-Token', bob.accessToken).set('X-Org-Id', alice.orgId).expect(200))
         .body as LinkBody;
       expect(linked).to.include({ idp_user_id: bob.userId, issuetracker_workspace_id: created.workspace.id, status: 'active' });
       expect(linked.workspace).to.include({ editable: false, name: body.workspace_name });
-      expect((await getLink(bob.accessToken).expect(200)).body).to.deep.equal(linked);
+      expect((await getLink(bob.accessToken).set('X-Org-Id', alice.orgId).expect(200)).body).to.deep.equal(linked);
       // Alice's own view is unchanged: still editable for her.
       expect(((await getLink(alice.accessToken).expect(200)).body as LinkBody).workspace.editable).to.equal(true);
 
-      await client.request.patch(`${WORKSPACES}/${body.workspace_name}`).set('X-Access-Token', bob.accessToken).send({ is_active: false }).expect(403);
+      await client.request.patch(`${WORKSPACES}/${body.workspace_name}`).set('X-Access-Token', bob.accessToken).set('X-Org-Id', alice.orgId).send({ is_active: false }).expect(403);
+      await register(registration({ workspace_name: body.workspace_name }), bob.accessToken).set('X-Org-Id', alice.orgId).expect(403);
+      await client.request.patch(`${WORKSPACES}/${body.workspace_name}`).set('X-Access-Token', bob.accessToken).send({ is_active: false }).expect(404);
       await register(registration({ workspace_name: body.workspace_name }), bob.accessToken).expect(403);
       expect((await storedWorkspace(body.workspace_name))!.is_active).to.equal(true);
     });
@@ -237,7 +242,8 @@ describe('issue-tracker workspaces', () => {
       await client.request.post(`${WORKSPACES}/nowhere/link`).set('X-Access-Token', bob.accessToken).expect(404);
       const body = registration({ is_active: false });
       await register(body).expect(201);
-      const response = await client.request.post(`${WORKSPACES}/${body.workspace_name}/link`).set('X-Access-Token', bob.accessToken).expect(409);
+      await addOrganizationMember(alice.orgId, bob.userId, 'member');
+      const response = await client.request.post(`${WORKSPACES}/${body.workspace_name}/link`).set('X-Access-Token', bob.accessToken).set('X-Org-Id', alice.orgId).expect(409);
       expect(response.body).to.deep.equal({ detail: 'This workspace is inactive.' });
     });
 

@@ -10,24 +10,24 @@ export function workspaceHandlers(service: WorkspaceService): OperationHandlers 
   return {
     async createWorkspaceRegistration(operation, ctx) {
       const input = operation.request.requestBody as WorkspaceRegistration;
-      const { created, link } = await service.register(principalOf(operation).userId, input);
+      const { created, link } = await service.register(principalOf(operation), input);
       respond(ctx, created ? 201 : 200, link);
     },
     async getWorkspaceLink(operation, ctx) {
-      respond(ctx, 200, await service.currentLink(principalOf(operation).userId));
+      respond(ctx, 200, await service.currentLink(principalOf(operation)));
     },
     async linkWorkspace(operation, ctx) {
       const { workspace_name } = operation.request.params as WorkspacePath;
-      respond(ctx, 200, await service.link(principalOf(operation).userId, workspace_name));
+      respond(ctx, 200, await service.link(principalOf(operation), workspace_name));
     },
     async unlinkWorkspace(operation, ctx) {
-      await service.unlink(principalOf(operation).userId);
+      await service.unlink(principalOf(operation));
       ctx.status = 204;
     },
     async updateWorkspace(operation, ctx) {
       const { workspace_name } = operation.request.params as WorkspacePath;
       const { is_active } = operation.request.requestBody as WorkspaceUpdate;
-      respond(ctx, 200, await service.setActive(principalOf(operation).userId, workspace_name, is_active));
+      respond(ctx, 200, await service.setActive(principalOf(operation), workspace_name, is_active));
     },
     async receiveTrackerEvent(operation, ctx) {
       const { workspace_name } = operation.request.params as WorkspacePath;
