@@ -50,11 +50,15 @@ const VOLATILE = new Set(['last_used_at', 'indexed_through']);
 /** Fields a newer contract adds to a response (additions are compatible; nothing else may differ). */
 const ADDED_SINCE: Record<string, string[]> = { '/api/me': ['organizations', 'default_org_id'] };
 
+/** Error details reworded since the recording, for the organizations (the status stays the same). */
+const REWORDED: Record<string, string> = { 'This conversation belongs to another user': 'This conversation belongs to another organization' };
+
 /** The body with volatile fields replaced by whether they were set, and fields added since recording dropped. */
 function comparable(url: string, body: unknown): unknown {
   const added = new Set(ADDED_SINCE[url] ?? []);
   const walk = (value: unknown, top: boolean): unknown => {
     if (Array.isArray(value)) return value.map((item) => walk(item, false));
+    if (typeof value === 'string') return REWORDED[value] ?? value;
     if (value === null || typeof value !== 'object') return value;
     return Object.fromEntries(
       Object.entries(value)
@@ -92,9 +96,13 @@ async function databaseOfTheRecording(): Promise<void> {
     // Identities and serials continue after the loaded rows, as they did on the recording's database.
     const sequences: { tbl: string; col: string; seq: string }[] = (
       await trx.raw(
-        `select c.table_name as tbl, c.column_name as col, pg_get_serial_sequence(quote_ident(c.table_name), c.column_name) as seq
-         from information_schema.columns c where c.table_schema = 'public'
-         and pg_get_serial_sequence(quote_ident(c.table_name), c.column_name) is not null`,
+        // From the catalog: the planner may call pg_get_serial_sequence on information_schema's own views before a schema filter.
+        `select t.relname as tbl, a.attname as col, s.oid::regclass::text as seq
+         from pg_class s
+         join pg_depend d on d.classid = 'pg_class'::regclass and d.objid = s.oid and d.deptype in ('a', 'i')
+         join pg_class t on t.oid = d.refobjid
+         join pg_attribute a on a.attrelid = t.oid and a.attnum = d.refobjsubid
+         where s.relkind = 'S' and s.relnamespace = 'public'::regnamespace`,
       )
     ).rows;
     for (const { tbl, col, seq } of sequences) {
