@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { DeliveryWorker } from '../../src/outbound/delivery-worker.ts';
 import { generateSecret, hashSecret } from '../../src/identity/secrets.ts';
+import { spendMonthsBackfill } from '../../src/db/migrations/Migration20261127221000_budgets.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { outboundApp, Receiver, verifyDelivery, type OutboundApp } from '../helpers/outbound.ts';
@@ -187,6 +188,22 @@ describe('budgets', function () {
       expect(onlyMember.body).to.include({ total_micro_usd: 250_001, entry_count: 2 });
       // The personal organization's ledger is its own.
       expect((await app.request.get('/api/billing/spend').set(as(owner)).expect(200)).body.total_micro_usd).to.equal(0);
+    });
+
+    it('counts the ledger as it stood before budgets in the month\'s spend (the migration\'s backfill), without members', async () => {
+      await report(owner.teamKey, randomUUID(), 2);
+      await report(member.teamKey, randomUUID(), 0.5);
+      // As before the migration: no member on the charges, one of them last month, no monthly totals.
+      await sql(`update spend_entries set member_id = null`);
+      await sql(`update spend_entries set charged_at = now() - interval '40 days' where amount_micro_usd = 500000`);
+      await sql('delete from spend_member_months');
+      await sql('delete from spend_months');
+      await sql(spendMonthsBackfill());
+      const { body } = await getBudget(owner).expect(200);
+      expect(body.spend_micro_usd).to.equal(2_000_000);
+      expect(body.members.every((m: { spend_micro_usd: number }) => m.spend_micro_usd === 0)).to.equal(true);
+      await report(member.teamKey, randomUUID(), 0.25);
+      expect((await getBudget(owner).expect(200)).body.spend_micro_usd).to.equal(2_250_000);
     });
 
     it('groups charges made before members were recorded under a null member', async () => {

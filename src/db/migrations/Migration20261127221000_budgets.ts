@@ -14,6 +14,15 @@ import { Migration } from '@mikro-orm/migrations';
  * - `budget_alerts`: one row per alert sent (organization or member scope, month, threshold): the key that
  *   makes each `billing.budget_threshold` message go once. The organization scope's member is the nil UUID.
  */
+/** Each organization's spend per month (UTC) from the ledger as it stands (a test runs it too). */
+export function spendMonthsBackfill(): string {
+  return `
+    insert into spend_months (owner_id, month, spent_micro_usd)
+    select owner_id, date_trunc('month', charged_at at time zone 'UTC')::date, sum(amount_micro_usd)
+    from spend_entries group by 1, 2;
+  `;
+}
+
 export class Migration20261127221000_budgets extends Migration {
   override async up(): Promise<void> {
     this.addSql(`
@@ -25,9 +34,7 @@ export class Migration20261127221000_budgets extends Migration {
         spent_micro_usd bigint not null check (spent_micro_usd >= 0),
         primary key (owner_id, month)
       );
-      insert into spend_months (owner_id, month, spent_micro_usd)
-      select owner_id, date_trunc('month', charged_at at time zone 'UTC')::date, sum(amount_micro_usd)
-      from spend_entries group by 1, 2;
+      ${spendMonthsBackfill()}
 
       create table spend_member_months (
         owner_id uuid not null references organizations (id) on delete cascade,
