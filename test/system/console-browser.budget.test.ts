@@ -97,6 +97,17 @@ describe('console in a browser: the budget', function () {
     expect(suite.errors).to.deep.equal([]);
   });
 
+  it('offers no form to those who cannot change the budget (a viewer)', async () => {
+    await putBudget({ monthly_limit_usd: 10, alert_thresholds: [50] });
+    await testDatabase().orm.em.getConnection().execute(`update organization_members set role = 'viewer' where org_id = ? and user_id = ?`, [owner.orgId, owner.userId]);
+    await suite.signIn(page, owner.accessToken, '#/account');
+    await page.locator('#budget-members').waitFor();
+    expect(await page.locator('#budget-form').count()).to.equal(0);
+    expect(await page.locator('#budget').textContent()).to.include('Owners and admins of the organization can change the budget.');
+    expect(await page.locator('#budget-limit').textContent()).to.equal('$10.00');
+    expect(suite.errors).to.deep.equal([]);
+  });
+
   it('says when spending is over budget', async () => {
     await putBudget({ monthly_limit_usd: 2, alert_thresholds: [100] });
     await report(owner.sessionApiKey, 2.5);
