@@ -1418,16 +1418,20 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * What the caller's agents spent, grouped by conversation, model or day
+         * What the caller's agents spent, grouped by conversation, model, day or member
          * @description The caller's spend ledger: every charge is the increase of one LLM usage's cumulative cost
          *     reported by the agent-server (`receiveConversationInfo`), charged once, at the time it was
          *     received (`charged_at`). Charges in `[since, until)` are summed per group:
          *
          *     - `conversation`: per conversation (`conversation_id`, `title`), most recently charged first;
          *     - `model`: per model name (`model_name`, as the agent-server names it), largest amount first;
-         *     - `day`: per UTC day (`day`, `YYYY-MM-DD`), newest first.
+         *     - `day`: per UTC day (`day`, `YYYY-MM-DD`), newest first;
+         *     - `member`: per member whose session API key posted the info charged (`member_id`, `email`),
+         *       largest amount first; charges made before members were recorded form one group whose
+         *       `member_id` is null.
          *
-         *     `order=amount` orders any grouping by its amount, largest first (ties by key).
+         *     `member_id` keeps only the charges caused by that member. `order=amount` orders any grouping
+         *     by its amount, largest first (ties by key).
          *
          *     Fields of the other groupings are null. `total_…` and `entry_count` cover every charge in
          *     the range, not only the page; over the whole range (no `since`/`until`), `total_micro_usd`
@@ -1480,6 +1484,58 @@ export interface paths {
          */
         get: operations["getUsage"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/orgs/{org_id}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (UUID). One the caller is not a member of answers 404, as one that does not exist.
+                 * @example 3c9a1f0e-6b2d-4e8a-9f71-2d5c8b4e0a17
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * The organization's monthly budget, this month's spend against it, and whether the caller may spend
+         * @description The organization's limits and alert thresholds (`updateOrganizationBudget`), what it spent in the
+         *     current calendar month (UTC) overall and per member, and, for the caller's member, `allowed`:
+         *     what an agent runtime or an LLM proxy asks before starting work. `allowed` is false, with the
+         *     `reason` in words, when the organization's month spend has reached `monthly_limit_usd` or the
+         *     caller's own has reached `member_monthly_limit_usd`; a limit of 0 allows nothing. It is advice:
+         *     events and conversation infos are accepted past any limit (nothing the runtime sends is dropped).
+         *
+         *     Any member may read it, and so may a session API key of the organization (its member is the user
+         *     who created the key). `members` lists every member, with what they spent this month (0 when
+         *     nothing), and anyone else charged this month (a former member), largest spend first; charges
+         *     made before members were recorded count in `spend_usd` only. `alerts` holds, for the organization
+         *     and for the caller's member, the highest alert threshold this month's spend has reached under the
+         *     current limits (what the console's banner shows). `editable` says whether the caller may change
+         *     the budget (`MANAGE_BILLING`: owners and admins). Money is given as in `getCredits`
+         *     (`…_micro_usd` exact integers, `…_usd` the same in dollars).
+         */
+        get: operations["getOrganizationBudget"];
+        /**
+         * Sets the organization's monthly limits and alert thresholds
+         * @description Replaces the budget: `monthly_limit_usd` for the whole organization and `member_monthly_limit_usd`
+         *     for each member, in US dollars per calendar month (UTC), at most 6 decimals (rounded to the
+         *     micro-dollar); null or absent: no limit. `alert_thresholds`: percentages of a limit, each from 1
+         *     to 1000, ascending, without repeats (at most 10; `[]`: no alerts). When a charge takes the month's
+         *     spend of the organization (or of a member) to a threshold of its limit, one
+         *     `billing.budget_threshold` outbound message is stored for it, once per month and threshold; one
+         *     already sent this month is not sent again after a change. A limit below zero, a threshold out of
+         *     range, or thresholds not ascending or repeated → 422 naming the field, nothing changed.
+         *     Owners and admins only (`MANAGE_BILLING`); the change is in the audit log (`budget.updated`).
+         */
+        put: operations["updateOrganizationBudget"];
         post?: never;
         delete?: never;
         options?: never;
@@ -2247,6 +2303,27 @@ export interface webhooks {
          *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
          */
         post: operations["webhookBillingBalanceDepleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "billing.budget_threshold": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `billing.budget_threshold` message
+         * @description The month's spend of the organization, or of one member, reached an alert threshold of its budget (once per month and threshold). Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
+         */
+        post: operations["webhookBillingBudgetThreshold"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4126,8 +4203,8 @@ export interface components {
             sessions: components["schemas"]["CheckoutSessionSummary"][];
         };
         /**
-         * @description The charges of one group of a `SpendReport`: a conversation, a model or a day. The fields
-         *     of the other groupings are null.
+         * @description The charges of one group of a `SpendReport`: a conversation, a model, a day or a member. The
+         *     fields of the other groupings are null.
          */
         SpendRow: {
             /**
@@ -4144,6 +4221,13 @@ export interface components {
              * @description The UTC day (`group_by=day`).
              */
             day: string | null;
+            /**
+             * Format: uuid
+             * @description The member who caused the charges (`group_by=member`); null for charges made before members were recorded.
+             */
+            member_id: string | null;
+            /** @description That member's e-mail (`group_by=member`); null when unknown. */
+            email: string | null;
             /** @description Sum of the group's charges in the range, in US dollars. */
             amount_usd: number;
             /** @description `amount_usd` in micro-dollars. */
@@ -4167,7 +4251,7 @@ export interface components {
              * @description The grouping used.
              * @enum {string}
              */
-            group_by: "conversation" | "model" | "day";
+            group_by: "conversation" | "model" | "day" | "member";
             /**
              * Format: date-time
              * @description Start of the range (inclusive), in UTC; null when open.
@@ -4254,6 +4338,147 @@ export interface components {
             /** @description The limit used. */
             limit: number;
         };
+        /** @description What one member spent in the budget's month. */
+        BudgetMemberSpend: {
+            /**
+             * Format: uuid
+             * @description The member's user id.
+             */
+            user_id: string;
+            /** @description The member's e-mail; null when the account no longer exists. */
+            email: string | null;
+            /** @description Charged this month for what the member's session API keys posted, in US dollars. */
+            spend_usd: number;
+            /** @description `spend_usd` in micro-dollars. */
+            spend_micro_usd: number;
+        };
+        /** @description The highest alert threshold a month's spend has reached, for the organization or one member. */
+        BudgetAlert: {
+            /**
+             * @description `organization`: the whole organization's spend against `monthly_limit_usd`; `member`: one member's against `member_monthly_limit_usd`.
+             * @enum {string}
+             */
+            scope: "organization" | "member";
+            /**
+             * Format: uuid
+             * @description The member (scope `member`); null for the organization.
+             */
+            user_id: string | null;
+            /** @description The threshold reached, in percent of the limit. */
+            percent: number;
+            /** @description The month's spend, in US dollars. */
+            spend_usd: number;
+            /** @description `spend_usd` in micro-dollars. */
+            spend_micro_usd: number;
+            /** @description The limit, in US dollars. */
+            limit_usd: number;
+            /** @description `limit_usd` in micro-dollars. */
+            limit_micro_usd: number;
+        };
+        /** @description An organization's monthly budget and the current month's spend against it (`getOrganizationBudget`). */
+        OrganizationBudget: {
+            /**
+             * Format: uuid
+             * @description The organization.
+             */
+            org_id: string;
+            /** @description The calendar month (UTC) the spend is of, `YYYY-MM`. */
+            month: string;
+            /** @description The organization's monthly limit in US dollars; null for none. */
+            monthly_limit_usd: number | null;
+            /** @description `monthly_limit_usd` in micro-dollars. */
+            monthly_limit_micro_usd: number | null;
+            /** @description Each member's monthly limit in US dollars; null for none. */
+            member_monthly_limit_usd: number | null;
+            /** @description `member_monthly_limit_usd` in micro-dollars. */
+            member_monthly_limit_micro_usd: number | null;
+            /** @description Percentages of a limit at which an alert is sent, ascending. */
+            alert_thresholds: number[];
+            /** @description What the organization spent this month (all members, and charges from before members were recorded), in US dollars. */
+            spend_usd: number;
+            /** @description `spend_usd` in micro-dollars. */
+            spend_micro_usd: number;
+            /** @description Every member and anyone else charged this month, largest spend first (then by e-mail). */
+            members: components["schemas"]["BudgetMemberSpend"][];
+            /** @description The highest threshold reached this month by the organization and by the caller's member, under the current limits. */
+            alerts: components["schemas"]["BudgetAlert"][];
+            /** @description False when the organization's or the caller's own monthly limit is reached. */
+            allowed: boolean;
+            /** @description Why `allowed` is false, in words; null when allowed. */
+            reason: string | null;
+            /** @description Whether the caller may change the budget (`updateOrganizationBudget`). */
+            editable: boolean;
+        };
+        /** @description An organization's monthly limits (null or absent for none) and alert thresholds. */
+        OrganizationBudgetUpdate: {
+            /** @description The whole organization's limit per calendar month (UTC), in US dollars. */
+            monthly_limit_usd?: number | null;
+            /** @description Each member's limit per calendar month (UTC), in US dollars. */
+            member_monthly_limit_usd?: number | null;
+            /** @description Percentages of a limit at which to alert, ascending, each 1–1000. */
+            alert_thresholds: number[];
+        };
+        /**
+         * @description A charge took the month's spend of the organization, or of one member, to an alert threshold of its
+         *     budget limit (`updateOrganizationBudget`); once per organization or member, month (UTC) and threshold.
+         * @example {
+         *       "type": "billing.budget_threshold",
+         *       "timestamp": "2026-11-25T09:00:00.000Z",
+         *       "data": {
+         *         "org_id": "3c9a1f0e-6b2d-4e8a-9f71-2d5c8b4e0a17",
+         *         "scope": "organization",
+         *         "user_id": null,
+         *         "percent": 80,
+         *         "spend_usd": 412.5,
+         *         "spend_micro_usd": 412500000,
+         *         "limit_usd": 500,
+         *         "limit_micro_usd": 500000000,
+         *         "month": "2026-11"
+         *       }
+         *     }
+         */
+        WebhookPayloadBudgetThreshold: {
+            /**
+             * @description The message type.
+             * @constant
+             */
+            type: "billing.budget_threshold";
+            /**
+             * Format: date-time
+             * @description When the message was stored (for `conversation.events`, when its events were).
+             */
+            timestamp: string;
+            /** @description What happened. */
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The organization.
+                 */
+                org_id: string;
+                /**
+                 * @description `organization`: the whole organization's spend; `member`: one member's.
+                 * @enum {string}
+                 */
+                scope: "organization" | "member";
+                /**
+                 * Format: uuid
+                 * @description The member (scope `member`); null for the organization.
+                 */
+                user_id: string | null;
+                /** @description The threshold reached, in percent of the limit. */
+                percent: number;
+                /** @description The month's spend after the charge, in US dollars. */
+                spend_usd: number;
+                /** @description The same in micro-dollars. */
+                spend_micro_usd: number;
+                /** @description The limit, in US dollars. */
+                limit_usd: number;
+                /** @description The same in micro-dollars. */
+                limit_micro_usd: number;
+                /** @description The calendar month (UTC), `YYYY-MM`. */
+                month: string;
+            };
+        };
         /** @description A user holding every permission. */
         SuperAdmin: {
             /** @description User id. */
@@ -4273,7 +4498,9 @@ export interface components {
          * @description A message type. `conversation.created`; `conversation.events` (the events of one committed
          *     webhook batch); `conversation.status_changed`; `conversation.finished` (execution status
          *     became `finished`, `error` or `stuck`); `checkout.completed`; `billing.balance_depleted`
-         *     (what the agents spent took the balance below zero, see `getCredits`);
+         *     (what the agents spent took the balance below zero, see `getCredits`); `billing.budget_threshold`
+         *     (the month's spend of the organization or of a member reached an alert threshold of its budget, see
+         *     `updateOrganizationBudget`);
          *     `conversation.delivery_refused` (a webhook batch of the conversation was refused, at most one
          *     message per conversation an hour, see `listRefusedDeliveries`); `webhook.test`. Operational
          *     messages, about the owner's endpoints themselves, go only to the owner's other endpoints that list
@@ -4283,7 +4510,7 @@ export interface components {
          *     first failure after a success).
          * @enum {string}
          */
-        WebhookEventType: "conversation.created" | "conversation.events" | "conversation.status_changed" | "conversation.finished" | "checkout.completed" | "billing.balance_depleted" | "conversation.delivery_refused" | "webhook.test" | "endpoint.disabled" | "endpoint.recovered" | "message.attempt.exhausted" | "message.attempt.failing";
+        WebhookEventType: "conversation.created" | "conversation.events" | "conversation.status_changed" | "conversation.finished" | "checkout.completed" | "billing.balance_depleted" | "billing.budget_threshold" | "conversation.delivery_refused" | "webhook.test" | "endpoint.disabled" | "endpoint.recovered" | "message.attempt.exhausted" | "message.attempt.failing";
         /**
          * @description The conversation row was created (its first webhook batch, or its conversation info).
          * @example {
@@ -9386,7 +9613,12 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description How to group the charges. */
-                group_by?: "conversation" | "model" | "day";
+                group_by?: "conversation" | "model" | "day" | "member";
+                /**
+                 * @description Only the charges caused by this member (the user whose session API key posted the conversation info).
+                 * @example 9b2e4c1a-7d3f-4a6b-8c5e-1f0a2b3c4d5e
+                 */
+                member_id?: string;
                 /**
                  * @description Only charges at or after this instant (ISO 8601 with an offset).
                  * @example 2026-11-01T00:00:00Z
@@ -9445,6 +9677,8 @@ export interface operations {
                      *           "title": null,
                      *           "model_name": "anthropic/claude-sonnet-4-5",
                      *           "day": null,
+                     *           "member_id": null,
+                     *           "email": null,
                      *           "amount_usd": 0.05,
                      *           "amount_micro_usd": 50000,
                      *           "entry_count": 2,
@@ -9456,6 +9690,8 @@ export interface operations {
                      *           "title": null,
                      *           "model_name": "openai/gpt-4o-mini",
                      *           "day": null,
+                     *           "member_id": null,
+                     *           "email": null,
                      *           "amount_usd": 0.0023,
                      *           "amount_micro_usd": 2300,
                      *           "entry_count": 1,
@@ -9563,6 +9799,170 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOrganizationBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (UUID). One the caller is not a member of answers 404, as one that does not exist.
+                 * @example 3c9a1f0e-6b2d-4e8a-9f71-2d5c8b4e0a17
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budget and this month's spend. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "org_id": "3c9a1f0e-6b2d-4e8a-9f71-2d5c8b4e0a17",
+                     *       "month": "2026-11",
+                     *       "monthly_limit_usd": 500,
+                     *       "monthly_limit_micro_usd": 500000000,
+                     *       "member_monthly_limit_usd": 150,
+                     *       "member_monthly_limit_micro_usd": 150000000,
+                     *       "alert_thresholds": [
+                     *         50,
+                     *         80,
+                     *         100
+                     *       ],
+                     *       "spend_usd": 412.5,
+                     *       "spend_micro_usd": 412500000,
+                     *       "members": [
+                     *         {
+                     *           "user_id": "9b2e4c1a-7d3f-4a6b-8c5e-1f0a2b3c4d5e",
+                     *           "email": "ada@example.com",
+                     *           "spend_usd": 152.25,
+                     *           "spend_micro_usd": 152250000
+                     *         },
+                     *         {
+                     *           "user_id": "5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d",
+                     *           "email": "grace@example.com",
+                     *           "spend_usd": 0,
+                     *           "spend_micro_usd": 0
+                     *         }
+                     *       ],
+                     *       "alerts": [
+                     *         {
+                     *           "scope": "organization",
+                     *           "user_id": null,
+                     *           "percent": 80,
+                     *           "spend_usd": 412.5,
+                     *           "spend_micro_usd": 412500000,
+                     *           "limit_usd": 500,
+                     *           "limit_micro_usd": 500000000
+                     *         },
+                     *         {
+                     *           "scope": "member",
+                     *           "user_id": "9b2e4c1a-7d3f-4a6b-8c5e-1f0a2b3c4d5e",
+                     *           "percent": 100,
+                     *           "spend_usd": 152.25,
+                     *           "spend_micro_usd": 152250000,
+                     *           "limit_usd": 150,
+                     *           "limit_micro_usd": 150000000
+                     *         }
+                     *       ],
+                     *       "allowed": false,
+                     *       "reason": "Your monthly budget in this organization is used up: $152.25 spent of $150.00 in 2026-11.",
+                     *       "editable": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationBudget"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOrganizationBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (UUID). One the caller is not a member of answers 404, as one that does not exist.
+                 * @example 3c9a1f0e-6b2d-4e8a-9f71-2d5c8b4e0a17
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "monthly_limit_usd": 500,
+                 *       "member_monthly_limit_usd": 150,
+                 *       "alert_thresholds": [
+                 *         50,
+                 *         80,
+                 *         100
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["OrganizationBudgetUpdate"];
+            };
+        };
+        responses: {
+            /** @description The budget as stored, with this month's spend (as `getOrganizationBudget`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "org_id": "3c9a1f0e-6b2d-4e8a-9f71-2d5c8b4e0a17",
+                     *       "month": "2026-11",
+                     *       "monthly_limit_usd": 500,
+                     *       "monthly_limit_micro_usd": 500000000,
+                     *       "member_monthly_limit_usd": 150,
+                     *       "member_monthly_limit_micro_usd": 150000000,
+                     *       "alert_thresholds": [
+                     *         50,
+                     *         80,
+                     *         100
+                     *       ],
+                     *       "spend_usd": 12.5,
+                     *       "spend_micro_usd": 12500000,
+                     *       "members": [
+                     *         {
+                     *           "user_id": "9b2e4c1a-7d3f-4a6b-8c5e-1f0a2b3c4d5e",
+                     *           "email": "ada@example.com",
+                     *           "spend_usd": 12.5,
+                     *           "spend_micro_usd": 12500000
+                     *         }
+                     *       ],
+                     *       "alerts": [],
+                     *       "allowed": true,
+                     *       "reason": null,
+                     *       "editable": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationBudget"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -11149,6 +11549,28 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["WebhookPayloadBalanceDepleted"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within the timeout acknowledges the message; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookBillingBudgetThreshold: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookPayloadBudgetThreshold"];
             };
         };
         responses: {

@@ -19,6 +19,7 @@ import { outboundQueueDepth } from './outbound/queries.ts';
 import { WebhookEndpointService } from './outbound/webhook-endpoint-service.ts';
 import { ShareService } from './sharing/share-service.ts';
 import { SpendService } from './spend/spend-service.ts';
+import { BudgetService } from './budgets/budget-service.ts';
 import { UsageService } from './usage/usage-service.ts';
 import { SearchIndexer } from './search/indexer.ts';
 import { SearchService } from './search/search-service.ts';
@@ -63,6 +64,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     identity: new IdentityService(orm.em),
     conversationInfos: new ConversationInfoService(orm.em, logger, (outcome) => observeSpend(outcome, metrics, logger)),
     spend: new SpendService(orm.em),
+    budgets: new BudgetService(orm.em),
     usage: new UsageService(orm.em),
     verifiedModels: new VerifiedModelService(orm.em),
     audit: new AuditLogService(orm.em),

@@ -9,6 +9,7 @@ import { accountPage } from './pages/account.ts';
 import { usagePage } from './pages/usage.ts';
 import { adminPage } from './pages/admin.ts';
 import { webhookEndpointPage } from './pages/webhook-endpoint.ts';
+import { showBudgetBanner } from './pages/budget.ts';
 
 /** What a page returns: called when the user leaves it (closes streams, timers). */
 export type Cleanup = (() => void) | void;
@@ -69,6 +70,7 @@ function render(): void {
   );
   void superAdmin().then((yes) => yes && replace(adminLink, navLink('#/admin', 'Admin', route.page === 'admin')));
   const main = h('main', { id: 'main', tabindex: -1, class: route.page === 'conversation' ? 'wide' : '' });
+  const budgetBanner = h('div', { class: 'banner-slot' });
   // The viewer scrolls its events, not the page: the page is exactly the window's height.
   root.classList.toggle('fixed-height', route.page === 'conversation');
   replace(
@@ -81,8 +83,10 @@ function render(): void {
       nav,
       h('button', { type: 'button', class: 'btn small quiet', id: 'sign-out', onclick: () => signOut('You have signed out.') }, 'Sign out'),
     ),
+    budgetBanner,
     main,
   );
+  void showBudgetBanner(budgetBanner);
   cleanup = PAGES[route.page](main, route);
 }
 

@@ -36,7 +36,7 @@ export function operationHandlers(services: Services, replay: WebhookReplayer): 
     ...userHandlers(services.identity),
     ...auditHandlers(services.audit),
     ...workspaceHandlers(services.workspaces),
-    ...billingHandlers(services.billing, services.spend, services.usage),
+    ...billingHandlers(services.billing, services.spend, services.usage, services.budgets),
     ...operationsHandlers(metrics),
     ...liveHandlers(services.conversations, services.liveStreams, services.streamTickets),
     ...consoleHandlers(),

@@ -95,7 +95,13 @@ export class ConversationInfoService {
         updatedAt,
         forkedFrom: info.forked_from_conversation_id ? canonicalUuid(info.forked_from_conversation_id) : null,
       });
-      const spend = await chargeConversationSpend(trx, this.log, { conversationId: id, ownerId: principal.orgId, reportedAt: updatedAt, usages });
+      const spend = await chargeConversationSpend(trx, this.log, {
+        conversationId: id,
+        ownerId: principal.orgId,
+        memberId: principal.userId,
+        reportedAt: updatedAt,
+        usages,
+      });
       if (applied) {
         // A rename holds until the agent-server's own title changes (see renameConversation in the spec).
         await queries.applyInfoToConversation(trx, id, {

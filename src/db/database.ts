@@ -38,6 +38,7 @@ import { Migration20261127203500_event_search_statistics } from './migrations/Mi
 import { Migration20261127210000_organizations } from './migrations/Migration20261127210000_organizations.ts';
 import { Migration20261127210500_refusal_senders } from './migrations/Migration20261127210500_refusal_senders.ts';
 import { Migration20261127223000_workspace_organizations } from './migrations/Migration20261127223000_workspace_organizations.ts';
+import { Migration20261127221000_budgets } from './migrations/Migration20261127221000_budgets.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
 import { applyFunctionScripts } from './function-scripts.ts';
@@ -77,6 +78,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127203500_event_search_statistics', class: Migration20261127203500_event_search_statistics },
   { name: 'Migration20261127210000_organizations', class: Migration20261127210000_organizations },
   { name: 'Migration20261127210500_refusal_senders', class: Migration20261127210500_refusal_senders },
+  { name: 'Migration20261127221000_budgets', class: Migration20261127221000_budgets },
   { name: 'Migration20261127223000_workspace_organizations', class: Migration20261127223000_workspace_organizations },
 ];
 

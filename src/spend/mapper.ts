@@ -4,7 +4,7 @@ import { microUsdNumberOf, usdOf } from './money.ts';
 type SpendReport = components['schemas']['SpendReport'];
 type SpendRow = components['schemas']['SpendRow'];
 
-/** One group of charges as the database sums it; `key` is the conversation id, model name or day. */
+/** One group of charges as the database sums it; `key` is the conversation id, model name, day or member id ('' for none). */
 export interface SpendGroupRow {
   key: string;
   amount: string;
@@ -18,13 +18,18 @@ function money(micros: bigint): { usd: number; micro: number } {
   return { usd: usdOf(micros), micro: microUsdNumberOf(micros) };
 }
 
-function toSpendRow(groupBy: SpendReport['group_by'], row: SpendGroupRow, titles: Map<string, string | null>): SpendRow {
+/** What names a group for people: a conversation's title, a member's e-mail. */
+export type SpendLabels = Map<string, string | null>;
+
+function toSpendRow(groupBy: SpendReport['group_by'], row: SpendGroupRow, labels: SpendLabels): SpendRow {
   const amount = money(BigInt(row.amount));
   return {
     conversation_id: groupBy === 'conversation' ? row.key : null,
-    title: groupBy === 'conversation' ? (titles.get(row.key) ?? null) : null,
+    title: groupBy === 'conversation' ? (labels.get(row.key) ?? null) : null,
     model_name: groupBy === 'model' ? row.key : null,
     day: groupBy === 'day' ? row.key : null,
+    member_id: groupBy === 'member' && row.key !== '' ? row.key : null,
+    email: groupBy === 'member' ? (labels.get(row.key) ?? null) : null,
     amount_usd: amount.usd,
     amount_micro_usd: amount.micro,
     entry_count: row.entries,
@@ -39,7 +44,7 @@ export function toSpendReport(
   range: { since: string | null; until: string | null },
   totals: { total: string; entries: number; groups: number },
   rows: SpendGroupRow[],
-  titles: Map<string, string | null>,
+  labels: SpendLabels,
   page: { limit: number; offset: number },
 ): SpendReport {
   const total = money(BigInt(totals.total));
@@ -52,7 +57,7 @@ export function toSpendReport(
     total_micro_usd: total.micro,
     entry_count: totals.entries,
     group_count: totals.groups,
-    items: rows.map((row) => toSpendRow(groupBy, row, titles)),
+    items: rows.map((row) => toSpendRow(groupBy, row, labels)),
     limit: page.limit,
     offset: page.offset,
     next_offset: rows.length > 0 && nextOffset < totals.groups ? nextOffset : null,

@@ -166,15 +166,20 @@ export async function addDailyUsage(trx: SqlRunner, ownerId: string, conversatio
 export async function insertEntries(
   trx: SqlRunner,
   ownerId: string,
+  memberId: string,
   conversationId: string,
   charges: readonly { usageId: string; modelName: string; amount: bigint }[],
 ): Promise<void> {
   const values: unknown[] = [];
   const rows = charges.map(({ usageId, modelName, amount }) => {
-    const at = values.push(ownerId, conversationId, usageId, modelName, amount.toString()) - 5;
-    return `($${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5})`;
+    const at = values.push(ownerId, memberId, conversationId, usageId, modelName, amount.toString()) - 6;
+    return `($${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}, $${at + 6})`;
   });
-  await sqlRun(trx, `insert into spend_entries (owner_id, conversation_id, usage_id, model_name, amount_micro_usd) values ${rows.join(', ')}`, values);
+  await sqlRun(
+    trx,
+    `insert into spend_entries (owner_id, member_id, conversation_id, usage_id, model_name, amount_micro_usd) values ${rows.join(', ')}`,
+    values,
+  );
 }
 
 /** Adds `amount` to the owner's total (its row lock orders the owner's charges); returns the total and what the owner bought, as text. */
@@ -195,21 +200,41 @@ export async function enqueueBalanceDepleted(trx: SqlRunner, ownerId: string, da
   await sqlRows(trx, `select webhook_enqueue($1::uuid, null, 'billing.balance_depleted', $2::jsonb)`, [ownerId, JSON.stringify(data)]);
 }
 
+/**
+ * Adds a charge to the month's spend of the organization and the member and stores the budget alerts it
+ * reaches (src/db/functions/spend_budget_charge.sql); returns how many alerts it stored.
+ */
+export async function chargeBudget(trx: SqlRunner, ownerId: string, memberId: string, amount: bigint): Promise<number> {
+  const [row] = await sqlRows<{ alerts: number }>(trx, 'select spend_budget_charge($1::uuid, $2::uuid, $3::bigint) as alerts', [ownerId, memberId, amount.toString()]);
+  return row!.alerts;
+}
+
 /** The key and the order of each grouping; the key is what `count(distinct …)` counts too. */
 const GROUPINGS = {
   conversation: { key: 'conversation_id::text', order: 'max(charged_at) desc, 1' },
   model: { key: 'model_name', order: 'sum(amount_micro_usd) desc, 1' },
   day: { key: "to_char(charged_at at time zone 'UTC', 'YYYY-MM-DD')", order: '1 desc' },
+  // '': charges from before members were recorded (count(distinct …) would not count a null).
+  member: { key: "coalesce(member_id::text, '')", order: 'sum(amount_micro_usd) desc, 1' },
 } as const;
 
 export type SpendGroupKey = keyof typeof GROUPINGS;
 
-/** The owner's entries in `[since, until)`: the condition and its values. */
-function rangeOf(ownerId: string, since?: string, until?: string): { where: string; values: unknown[] } {
+/** The entries of a report: an owner's, in `[since, until)`, of one member when given. */
+export interface SpendRange {
+  ownerId: string;
+  since?: string;
+  until?: string;
+  memberId?: string;
+}
+
+/** The range's entries: the condition and its values. */
+function rangeOf({ ownerId, since, until, memberId }: SpendRange): { where: string; values: unknown[] } {
   const values: unknown[] = [ownerId];
   let where = 'owner_id = $1';
   if (since) where += ` and charged_at >= $${values.push(since)}`;
   if (until) where += ` and charged_at < $${values.push(until)}`;
+  if (memberId) where += ` and member_id = $${values.push(memberId)}`;
   return { where, values };
 }
 
@@ -217,9 +242,9 @@ function rangeOf(ownerId: string, since?: string, until?: string): { where: stri
 export async function spendTotals(
   em: EntityManager,
   groupBy: SpendGroupKey,
-  range: { ownerId: string; since?: string; until?: string },
+  range: SpendRange,
 ): Promise<{ total: string; entries: number; groups: number }> {
-  const { where, values } = rangeOf(range.ownerId, range.since, range.until);
+  const { where, values } = rangeOf(range);
   const [totals] = await sqlRows<{ total: string; entries: number; groups: number }>(
     em,
     `select coalesce(sum(amount_micro_usd), 0)::text as total, count(*)::int as entries, count(distinct ${GROUPINGS[groupBy].key})::int as groups
@@ -233,10 +258,10 @@ export async function spendTotals(
 export function spendGroups(
   em: EntityManager,
   groupBy: SpendGroupKey,
-  range: { ownerId: string; since?: string; until?: string },
+  range: SpendRange,
   page: { limit: number; offset: number; order: 'default' | 'amount' },
 ): Promise<SpendGroupRow[]> {
-  const { where, values } = rangeOf(range.ownerId, range.since, range.until);
+  const { where, values } = rangeOf(range);
   const key = GROUPINGS[groupBy].key;
   const order = page.order === 'amount' ? 'sum(amount_micro_usd) desc, 1' : GROUPINGS[groupBy].order;
   return sqlRows<SpendGroupRow>(
@@ -247,6 +272,11 @@ export function spendGroups(
      group by 1 order by ${order} limit $${values.length + 1} offset $${values.length + 2}`,
     [...values, page.limit, page.offset],
   );
+}
+
+/** The e-mail of each of these users that still exists. */
+export function userEmails(em: EntityManager, userIds: string[]): Promise<{ id: string; email: string }[]> {
+  return sqlRows(em, 'select id, email from users where id = any($1::uuid[])', [userIds]);
 }
 
 /** The stored title (JSON text) of each of these conversations that has one. */

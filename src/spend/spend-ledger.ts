@@ -108,6 +108,8 @@ interface UsageChange {
  * the caller's transaction, which holds the conversation's row lock: infos of one conversation are
  * charged one at a time, whichever instance receives them. Tokens and LLM calls are counted the same
  * way, and every increase is added to the day's usage (`usage_daily` and its rollups) in the same transaction.
+ * Each charge is recorded as caused by `memberId` (the user whose key posted the info) and added to the
+ * month's spend of the organization and the member, which may send budget alerts (`chargeBudget`).
  *
  * - An increase is charged once: `counted_micro_usd` moves up to the reported cost with the charge.
  * - A post older (`updated_at`) than the newest that reported the usage changes nothing.
@@ -120,9 +122,9 @@ interface UsageChange {
 export async function chargeConversationSpend(
   trx: SqlRunner,
   log: Logger,
-  input: { conversationId: string; ownerId: string; reportedAt: string | null; usages: UsageCost[] },
+  input: { conversationId: string; ownerId: string; memberId: string; reportedAt: string | null; usages: UsageCost[] },
 ): Promise<ChargeOutcome> {
-  const { conversationId, ownerId, reportedAt, usages } = input;
+  const { conversationId, ownerId, memberId, reportedAt, usages } = input;
   if (usages.length === 0) return { chargedMicroUsd: 0n };
   const rows = await queries.lockedUsages(trx, conversationId);
   const known = new Map(rows.map((row) => [row.usage_id, row]));
@@ -168,6 +170,7 @@ export async function chargeConversationSpend(
   await queries.insertEntries(
     trx,
     ownerId,
+    memberId,
     conversationId,
     charges.map(({ usage, cost }) => ({ usageId: usage.usageId, modelName: usage.modelName, amount: cost.increase })),
   );
@@ -177,6 +180,8 @@ export async function chargeConversationSpend(
   const spent = BigInt(balance.spent);
   const after = purchased - spent;
   const before = after + total;
+  // The month's spend against the budget, and its alerts, in this transaction (docs/billing.md, "Budgets").
+  await queries.chargeBudget(trx, ownerId, memberId, total);
   if (!(before >= 0n && after < 0n)) return { chargedMicroUsd: total };
   // The outbound webhook message, stored with its cause (docs/outbound-webhooks.md); a user-level
   // message, so no conversation filter applies.

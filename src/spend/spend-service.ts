@@ -12,6 +12,8 @@ export interface SpendQuery {
   groupBy: SpendGrouping;
   since?: string;
   until?: string;
+  /** Only the charges this member caused. */
+  memberId?: string;
   limit: number;
   offset: number;
   /** `amount`: largest first, whatever the grouping. */
@@ -36,18 +38,26 @@ function instantOf(name: 'since' | 'until', value: string | undefined): string |
 export class SpendService {
   constructor(private readonly em: EntityManager) {}
 
-  /** The caller's charges in `[since, until)`, grouped, one page, with the totals of the range. */
+  /** The organization's charges in `[since, until)` (of one member when asked), grouped, one page, with the totals of the range. */
   async report(userId: string, query: SpendQuery): Promise<SpendReport> {
     const since = instantOf('since', query.since);
     const until = instantOf('until', query.until);
     if (since !== undefined && until !== undefined && Date.parse(since) >= Date.parse(until)) {
       throw new InvalidInputError('Value error, until must be later than since', ['query', 'until'], 'value_error', query.until);
     }
-    const range = { ownerId: userId, since, until };
+    const range = { ownerId: userId, since, until, memberId: query.memberId };
     const totals = await queries.spendTotals(this.em, query.groupBy, range);
     const rows = await queries.spendGroups(this.em, query.groupBy, range, query);
-    const titles = query.groupBy === 'conversation' ? await this.titles(rows.map((row) => row.key)) : new Map<string, string | null>();
-    return toSpendReport(query.groupBy, { since: since ?? null, until: until ?? null }, totals, rows, titles, query);
+    const keys = rows.map((row) => row.key);
+    const labels = query.groupBy === 'conversation' ? await this.titles(keys) : query.groupBy === 'member' ? await this.emails(keys) : new Map<string, string | null>();
+    return toSpendReport(query.groupBy, { since: since ?? null, until: until ?? null }, totals, rows, labels, query);
+  }
+
+  /** The e-mail of each member (the key '' is the charges from before members were recorded). */
+  private async emails(memberIds: string[]): Promise<Map<string, string | null>> {
+    const ids = memberIds.filter((id) => id !== '');
+    if (ids.length === 0) return new Map();
+    return new Map((await queries.userEmails(this.em, ids)).map((row) => [row.id, row.email]));
   }
 
   /** The latest title of each conversation (JSON text: a title may hold `\u0000`). */

@@ -3,20 +3,23 @@ import { badge, h, money, notice, replace, time } from '../dom.ts';
 import type { Page } from '../main.ts';
 import { showKeys } from './keys.ts';
 import { showSpend } from './spend.ts';
+import { showBudget } from './budget.ts';
 import { showWebhookEndpoints } from './webhook-endpoints.ts';
 
-/** Account: who I am, credits (bought, spent, balance, buy, history), spend, my keys, webhook endpoints, the workspace link. */
+/** Account: who I am, credits (bought, spent, balance, buy, history), spend, the monthly budget, my keys, webhook endpoints, the workspace link. */
 export const accountPage: Page = (main) => {
   const credits = h('section', { class: 'card stack', 'aria-labelledby': 'credits-title' });
   const spend = h('section', { class: 'card stack', 'aria-labelledby': 'spend-title' });
+  const budget = h('section', { class: 'card stack', 'aria-labelledby': 'budget-title', id: 'budget' });
   const keys = h('section', { class: 'card stack', 'aria-labelledby': 'keys-title' });
   const workspace = h('section', { class: 'card stack', 'aria-labelledby': 'workspace-title' });
   const endpoints = h('section', { class: 'card stack', 'aria-labelledby': 'endpoints-title' });
   const who = h('p', { class: 'hint', id: 'me' });
-  replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Account'), who), h('div', { class: 'grid' }, credits, spend), h('div', { class: 'stack' }, keys, endpoints, workspace));
+  replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Account'), who), h('div', { class: 'grid' }, credits, spend, budget), h('div', { class: 'stack' }, keys, endpoints, workspace));
   void api.GET('/api/me').then(({ data }) => data && replace(who, `Signed in as ${data.email}`, data.is_super_admin ? ' · super admin' : ''));
   void showCredits(credits);
   void showSpend(spend);
+  void showBudget(budget);
   void showKeys(keys);
   void showWorkspace(workspace);
   void showWebhookEndpoints(endpoints);

@@ -1,16 +1,16 @@
 import { api, describeError } from '../api.ts';
 import { h, money, notice, replace } from '../dom.ts';
 
-type GroupBy = 'conversation' | 'model' | 'day';
+type GroupBy = 'conversation' | 'model' | 'day' | 'member';
 const PAGE = 20;
 
-/** What my agents spent, by conversation or model (largest first) or by day (newest first), a page at a time. */
+/** What the organization's agents spent, by conversation, model or member (largest first) or by day (newest first), a page at a time. */
 export async function showSpend(section: HTMLElement, groupBy: GroupBy = 'conversation', offset = 0): Promise<void> {
   const title = h('h2', { id: 'spend-title' }, 'Spend');
   const choose = h(
     'select',
     { id: 'spend-group', 'aria-label': 'Group spend by' },
-    ...(['conversation', 'model', 'day'] as const).map((value) => h('option', { value, selected: value === groupBy }, `By ${value}`)),
+    ...(['conversation', 'model', 'day', 'member'] as const).map((value) => h('option', { value, selected: value === groupBy }, `By ${value}`)),
   );
   choose.addEventListener('change', () => void showSpend(section, choose.value as GroupBy));
   const order = groupBy === 'day' ? 'default' : 'amount';
@@ -19,6 +19,7 @@ export async function showSpend(section: HTMLElement, groupBy: GroupBy = 'conver
   const label = (row: (typeof data.items)[number]) => {
     if (groupBy === 'conversation') return row.conversation_id ? h('a', { href: `#/conversations/${row.conversation_id}` }, row.title?.trim() || row.conversation_id.slice(0, 8)) : '–';
     if (groupBy === 'model') return row.model_name ?? 'unknown model';
+    if (groupBy === 'member') return row.email ?? (row.member_id ? `Deleted user ${row.member_id.slice(0, 8)}` : 'Before members were recorded');
     return row.day ?? '–';
   };
   const pager = h(

@@ -2,6 +2,7 @@ import type { operations } from '../../../generated/openapi.ts';
 import type { BillingService } from '../../billing/billing-service.ts';
 import type { SpendService } from '../../spend/spend-service.ts';
 import type { UsageService } from '../../usage/usage-service.ts';
+import type { BudgetService, OrganizationBudgetUpdate } from '../../budgets/budget-service.ts';
 import { CHECKOUT_PAGE_HEADERS, renderCheckoutNotFoundPage, renderCheckoutPage, type ReturnOutcome } from '../../billing/checkout-page.ts';
 import { principalOf, rawBodyOf, respond, type KoaContext, type OperationHandlers } from '../context.ts';
 
@@ -29,11 +30,11 @@ function backToPage(ctx: KoaContext, id: string): void {
 }
 
 /**
- * Handlers of the `billing` tag: E4, the caller's credits, spend and usage, the Stripe webhook and the
- * checkout page. A checkout button that can no longer do what it says answers 409 with the page
+ * Handlers of the `billing` tag: E4, the caller's credits, spend and usage, the organization's budget,
+ * the Stripe webhook and the checkout page. A checkout button that can no longer do what it says answers 409 with the page
  * showing the state.
  */
-export function billingHandlers(service: BillingService, spend: SpendService, usage: UsageService): OperationHandlers {
+export function billingHandlers(service: BillingService, spend: SpendService, usage: UsageService, budgets: BudgetService): OperationHandlers {
   return {
     async createCheckoutSession(operation, ctx) {
       const { amount } = operation.request.requestBody as CheckoutBody;
@@ -49,6 +50,7 @@ export function billingHandlers(service: BillingService, spend: SpendService, us
         groupBy: query.group_by ?? 'conversation',
         since: query.since,
         until: query.until,
+        memberId: query.member_id,
         limit: query.limit ?? 50,
         offset: query.offset ?? 0,
         order: query.order ?? 'default',
@@ -64,6 +66,12 @@ export function billingHandlers(service: BillingService, spend: SpendService, us
         limit: query.limit ?? 20,
       });
       respond(ctx, 200, report);
+    },
+    async getOrganizationBudget(operation, ctx) {
+      respond(ctx, 200, await budgets.read(principalOf(operation)));
+    },
+    async updateOrganizationBudget(operation, ctx) {
+      respond(ctx, 200, await budgets.update(principalOf(operation), operation.request.requestBody as OrganizationBudgetUpdate));
     },
     async handleStripeWebhook(_operation, ctx) {
       await service.handleStripeWebhook(rawBodyOf(ctx), ctx.get('stripe-signature') || undefined);
