@@ -48,7 +48,11 @@ for (const user of [ada, bo]) {
 const VOLATILE = new Set(['last_used_at', 'indexed_through']);
 
 /** Fields a newer contract adds to a response (additions are compatible; nothing else may differ). */
-const ADDED_SINCE: Record<string, string[]> = { '/api/me': ['organizations', 'default_org_id'] };
+const ADDED_SINCE: Record<string, string[]> = {
+  '/api/me': ['organizations', 'default_org_id'],
+  // Spend rows name the member who spent (null: charged before members were recorded).
+  '/api/billing/spend': ['member_id', 'email'],
+};
 
 /** Error details reworded since the recording, for the organizations (the status stays the same). */
 const REWORDED: Record<string, string> = { 'This conversation belongs to another user': 'This conversation belongs to another organization' };
@@ -56,17 +60,17 @@ const REWORDED: Record<string, string> = { 'This conversation belongs to another
 /** The body with volatile fields replaced by whether they were set, and fields added since recording dropped. */
 function comparable(url: string, body: unknown): unknown {
   const added = new Set(ADDED_SINCE[url] ?? []);
-  const walk = (value: unknown, top: boolean): unknown => {
-    if (Array.isArray(value)) return value.map((item) => walk(item, false));
+  const walk = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map((item) => walk(item));
     if (typeof value === 'string') return REWORDED[value] ?? value;
     if (value === null || typeof value !== 'object') return value;
     return Object.fromEntries(
       Object.entries(value)
-        .filter(([key]) => !(top && added.has(key)))
-        .map(([key, item]) => [key, VOLATILE.has(key) ? item !== null : walk(item, false)]),
+        .filter(([key]) => !added.has(key))
+        .map(([key, item]) => [key, VOLATILE.has(key) ? item !== null : walk(item)]),
     );
   };
-  return walk(body, true);
+  return walk(body);
 }
 
 function query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
