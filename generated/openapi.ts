@@ -1468,8 +1468,8 @@ export interface paths {
          *     - `day`: one row per UTC day with usage (`key` `YYYY-MM-DD`, `label` e.g. `Fri, 27 Nov 2026`),
          *       oldest first; days without usage are left out.
          *     - `model`: per model, as the agent-server names it (`label` null).
-         *     - `member`: per member who used it (`key` the user id, `label` the e-mail). Today a user sees
-         *       only themself; once organizations exist it is per member of the organization.
+         *     - `member`: per member of the organization who used it (`key` the user id, `label` the
+         *       e-mail): the user whose session API key posted the usage. A single user sees only themself.
          *     - `conversation`: per conversation (`key` its id, `label` its title, null until it has one).
          *
          *     Groups other than days are ordered by cost, largest first (then tokens, then key), and at

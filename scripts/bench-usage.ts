@@ -249,6 +249,8 @@ async function seed(q: Query): Promise<void> {
   // The rollups the post's statement keeps, built from those rows as the migration's backfill builds them.
   const rollups = await import('../src/db/migrations/Migration20261127136000_usage_rollups.ts').catch(() => undefined);
   if (rollups) await q(rollups.usageRollupsBackfill());
+  const memberRollups = await import('../src/db/migrations/Migration20261127211000_usage_members.ts').catch(() => undefined);
+  if (memberRollups) await q(memberRollups.usageMemberRollupsBackfill());
   // Eight charges per usage row, adding up to its cost, at times within its day (the first takes the remainder).
   await q(`
     insert into spend_entries (owner_id, conversation_id, usage_id, model_name, amount_micro_usd, charged_at)
@@ -259,6 +261,7 @@ async function seed(q: Query): Promise<void> {
   await q(`insert into spend_totals (owner_id, spent_micro_usd) select owner_id, sum(amount_micro_usd) from spend_entries group by 1`);
   const tables = ['conversations', 'conversation_infos', 'usage_daily', 'spend_entries', 'spend_totals'];
   if (rollups) tables.push('usage_conversations', 'usage_conversation_models', 'usage_owner_days', 'usage_model_days');
+  if (memberRollups) tables.push('usage_conversation_members', 'usage_member_days');
   for (const table of tables) await q(`vacuum analyze ${table}`);
   log(`seeded in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }

@@ -37,6 +37,7 @@ import { Migration20261127190000_refusal_event_ids } from './migrations/Migratio
 import { Migration20261127203500_event_search_statistics } from './migrations/Migration20261127203500_event_search_statistics.ts';
 import { Migration20261127210000_organizations } from './migrations/Migration20261127210000_organizations.ts';
 import { Migration20261127210500_refusal_senders } from './migrations/Migration20261127210500_refusal_senders.ts';
+import { Migration20261127211000_usage_members } from './migrations/Migration20261127211000_usage_members.ts';
 import { Migration20261127223000_workspace_organizations } from './migrations/Migration20261127223000_workspace_organizations.ts';
 import { Migration20261127221000_budgets } from './migrations/Migration20261127221000_budgets.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
@@ -78,6 +79,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127203500_event_search_statistics', class: Migration20261127203500_event_search_statistics },
   { name: 'Migration20261127210000_organizations', class: Migration20261127210000_organizations },
   { name: 'Migration20261127210500_refusal_senders', class: Migration20261127210500_refusal_senders },
+  { name: 'Migration20261127211000_usage_members', class: Migration20261127211000_usage_members },
   { name: 'Migration20261127221000_budgets', class: Migration20261127221000_budgets },
   { name: 'Migration20261127223000_workspace_organizations', class: Migration20261127223000_workspace_organizations },
 ];

@@ -124,8 +124,9 @@ export class Authenticator {
   }
 
   /**
-   * Where a credential acts by default: a session API key in its organization, as a member, while the user who
-   * made it belongs there and the organization is not suspended; an access token in its user's default one.
+   * Where a credential acts by default: a session API key in its organization, as a member (a viewer if its
+   * maker has become one), while that user belongs there and the organization is not suspended; an access token
+   * in its user's default one.
    */
   private async membershipOfCredential(em: EntityManager, credential: Credential, label: string): Promise<Membership> {
     const user = credential.user;
@@ -134,7 +135,8 @@ export class Authenticator {
     const membership = await membershipOf(em, user.id, orgId, false);
     if (!membership) throw new UnauthenticatedError(`Invalid ${label}: the user who created it is no longer a member of its organization`);
     if (membership.suspended) throw new UnauthenticatedError(`Invalid ${label}: its organization is suspended`);
-    return { ...membership, role: 'member' };
+    // Never more than its maker may do now: a maker since made a viewer leaves the key reading only.
+    return { ...membership, role: membership.role === 'viewer' ? 'viewer' : 'member' };
   }
 
   /** Keeps `last_used_at` roughly current without a write per request: at most once a minute, not awaited. */

@@ -78,14 +78,20 @@ export interface DailyUsageIncrease {
 
 /**
  * Adds the increases to today's (UTC) usage, in one statement: the conversation's rows of
- * `usage_daily`, its running totals (`usage_conversations`), and the owner's day and model-day
+ * `usage_daily`, its running totals (`usage_conversations`), and the owner's day, member-day and model-day
  * rollups in the bucket of the conversation's previous usage day, counting the conversation (and each
  * model's) once on the first post of its day (docs/performance.md, "Usage"). The day is that of
  * `now()`, the transaction's instant, which is also the `charged_at` of the entries it writes. The
  * caller holds the conversation's lock; the owner's shared model-day rows are written in model order,
  * so two conversations of one owner lock them in the same order.
  */
-export async function addDailyUsage(trx: SqlRunner, ownerId: string, conversationId: string, increases: readonly DailyUsageIncrease[]): Promise<void> {
+export async function addDailyUsage(
+  trx: SqlRunner,
+  ownerId: string,
+  memberId: string,
+  conversationId: string,
+  increases: readonly DailyUsageIncrease[],
+): Promise<void> {
   // Prepared once per connection (its plan is primary-key lookups whatever the values): no planning of its seven parts per post.
   await sqlRows(
     trx,
@@ -100,6 +106,11 @@ export async function addDailyUsage(trx: SqlRunner, ownerId: string, conversatio
        select coalesce(case when c.last_day >= t.day then c.prev_day else c.last_day end, '-infinity'::date) as prev_day,
          (c.last_day is null or c.last_day < t.day) as new_today
        from today t left join usage_conversations c on c.conversation_id = $2
+     ), member_bucket as (
+       -- the same for the member's usage of the conversation
+       select coalesce(case when m.last_day >= t.day then m.prev_day else m.last_day end, '-infinity'::date) as prev_day,
+         (m.last_day is null or m.last_day < t.day) as new_today
+       from today t left join usage_conversation_members m on m.conversation_id = $2 and m.member_id = $8
      ), model_buckets as (
        select i.*, coalesce(case when m.last_day >= t.day then m.prev_day else m.last_day end, '-infinity'::date) as prev_day,
          (m.last_day is null or m.last_day < t.day) as new_today
@@ -129,6 +140,22 @@ export async function addDailyUsage(trx: SqlRunner, ownerId: string, conversatio
        on conflict (conversation_id, model_name) do update set
          prev_day = case when excluded.last_day > m.last_day then m.last_day else m.prev_day end,
          last_day = greatest(m.last_day, excluded.last_day)
+     ), member_days_seen as (
+       insert into usage_conversation_members as m (conversation_id, member_id, owner_id, last_day, prev_day)
+       select $2, $8, $1, t.day, '-infinity'::date from today t
+       on conflict (conversation_id, member_id) do update set
+         prev_day = case when excluded.last_day > m.last_day then m.last_day else m.prev_day end,
+         last_day = greatest(m.last_day, excluded.last_day)
+     ), member_day as (
+       insert into usage_member_days as d (owner_id, day, member_id, prev_day, conversations, cost_micro_usd, tokens_in, tokens_out, llm_calls)
+       select $1, t.day, $8, b.prev_day, b.new_today::int, p.cost, p.tokens_in, p.tokens_out, p.llm_calls
+       from today t cross join member_bucket b cross join post p
+       on conflict (owner_id, day, member_id, prev_day) do update set
+         conversations = d.conversations + excluded.conversations,
+         cost_micro_usd = d.cost_micro_usd + excluded.cost_micro_usd,
+         tokens_in = d.tokens_in + excluded.tokens_in,
+         tokens_out = d.tokens_out + excluded.tokens_out,
+         llm_calls = d.llm_calls + excluded.llm_calls
      ), owner_day as (
        insert into usage_owner_days as d (owner_id, day, prev_day, conversations, cost_micro_usd, tokens_in, tokens_out, llm_calls)
        select $1, t.day, b.prev_day, b.new_today::int, p.cost, p.tokens_in, p.tokens_out, p.llm_calls
@@ -157,6 +184,7 @@ export async function addDailyUsage(trx: SqlRunner, ownerId: string, conversatio
       increases.map((i) => i.tokensIn.toString()),
       increases.map((i) => i.tokensOut.toString()),
       increases.map((i) => i.llmCalls.toString()),
+      memberId,
     ],
     'usage_add_daily',
   );

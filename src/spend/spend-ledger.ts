@@ -162,7 +162,7 @@ export async function chargeConversationSpend(
       reportedAt,
     });
   }
-  await addToDailyUsage(trx, ownerId, conversationId, changes);
+  await addToDailyUsage(trx, ownerId, memberId, conversationId, changes);
 
   const charges = changes.filter((change) => change.cost.increase > 0n);
   if (charges.length === 0) return { chargedMicroUsd: 0n };
@@ -197,7 +197,7 @@ export async function chargeConversationSpend(
 }
 
 /** The increases of one post, summed per model (one row each: an upsert cannot touch a row twice), added to today's usage. */
-async function addToDailyUsage(trx: SqlRunner, ownerId: string, conversationId: string, changes: UsageChange[]): Promise<void> {
+async function addToDailyUsage(trx: SqlRunner, ownerId: string, memberId: string, conversationId: string, changes: UsageChange[]): Promise<void> {
   const byModel = new Map<string, queries.DailyUsageIncrease>();
   for (const { usage, cost, tokensIn, tokensOut, llmCalls } of changes) {
     if (cost.increase + tokensIn.increase + tokensOut.increase + llmCalls.increase === 0n) continue;
@@ -208,5 +208,5 @@ async function addToDailyUsage(trx: SqlRunner, ownerId: string, conversationId: 
     sum.llmCalls += llmCalls.increase;
     byModel.set(usage.modelName, sum);
   }
-  if (byModel.size > 0) await queries.addDailyUsage(trx, ownerId, conversationId, [...byModel.values()]);
+  if (byModel.size > 0) await queries.addDailyUsage(trx, ownerId, memberId, conversationId, [...byModel.values()]);
 }

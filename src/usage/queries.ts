@@ -20,7 +20,7 @@ export interface UsageGroupRow extends UsageSums {
 const GROUPINGS = {
   day: { table: 'usage_owner_days', column: 'day', text: "to_char(day, 'YYYY-MM-DD')" },
   model: { table: 'usage_model_days', column: 'model_name', text: 'model_name' },
-  member: { table: 'usage_owner_days', column: 'owner_id', text: 'owner_id::text' },
+  member: { table: 'usage_member_days', column: 'member_id', text: 'member_id::text' },
   conversation: { table: 'usage_conversations', column: 'conversation_id', text: 'conversation_id::text' },
 } as const;
 
@@ -43,7 +43,8 @@ type Range = { ownerId: string; since: string; until: string };
 export function usageGroupsQuery(groupBy: Exclude<UsageGrouping, 'conversation'>, range: Range, limit: number): [string, unknown[]] {
   const { table, column, text } = GROUPINGS[groupBy];
   const conversations = groupBy === 'day' ? 'sum(conversations)' : FIRST_IN_RANGE;
-  const totalConversations = groupBy === 'model' ? `(select ${FIRST_IN_RANGE} from usage_owner_days where ${RANGE})` : `sum(${FIRST_IN_RANGE}) over ()`;
+  // A conversation used by two models (or members) is in both groups: the total comes from the owner's days.
+  const totalConversations = groupBy === 'day' ? `sum(${FIRST_IN_RANGE}) over ()` : `(select ${FIRST_IN_RANGE} from usage_owner_days where ${RANGE})`;
   return [
     `select ${text} as key, sum(cost_micro_usd)::text as cost, sum(tokens_in)::text as tokens_in, sum(tokens_out)::text as tokens_out,
        coalesce(${conversations}, 0)::int as conversations, sum(llm_calls)::text as llm_calls,

@@ -6,7 +6,10 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { postEvents } from '../helpers/webhook.ts';
+import { addOrganizationMember, createOrganizationFixture } from '../helpers/org-members.ts';
+import { rememberSecret } from '../helpers/secret-scan.ts';
 import { usageRollupsBackfill } from '../../src/db/migrations/Migration20261127136000_usage_rollups.ts';
+import { usageMemberRollupsBackfill } from '../../src/db/migrations/Migration20261127211000_usage_members.ts';
 
 /**
  * GET /api/billing/usage: the agent-server's ConversationInfo fixture (software-agent-sdk's
@@ -76,7 +79,7 @@ describe('GET /api/billing/usage', () => {
   const receivedDaysAgo = async (conversationId: string, days: number) => {
     await sql(`update spend_entries set charged_at = charged_at - make_interval(days => ?) where conversation_id = ?`, [days, conversationId]);
     await sql(`update usage_daily set day = day - ? where conversation_id = ?`, [days, conversationId]);
-    await sql(usageRollupsBackfill()); // the rollups as the migration builds them from usage_daily
+    await sql(usageRollupsBackfill() + usageMemberRollupsBackfill()); // the rollups as the migration builds them from usage_daily
   };
 
   /**
@@ -275,7 +278,7 @@ describe('GET /api/billing/usage', () => {
       await post(conversationInfo(randomUUID(), at(100), { agent: [CLAUDE, 1, 10, 1, 1] }), other).expect(201);
       const written = await rollups();
       expect(written.days.length).to.be.greaterThan(3);
-      await sql(usageRollupsBackfill());
+      await sql(usageRollupsBackfill() + usageMemberRollupsBackfill());
       expect(await rollups()).to.deep.equal(written);
     });
 
@@ -347,8 +350,36 @@ describe('GET /api/billing/usage', () => {
       expect((await usage(`group_by=conversation&since=${daysAgo(0)}`)).rows.map((row: Info) => [row.key, row.cost_micro_usd])).to.deep.equal([[id, 10_000]]);
       expect((await credits()).spent_micro_usd).to.equal(60_000);
       const written = await rollups();
-      await sql(usageRollupsBackfill());
+      await sql(usageRollupsBackfill() + usageMemberRollupsBackfill());
       expect(await rollups()).to.deep.equal(written);
+    });
+  });
+
+  describe('group_by=member in an organization', () => {
+    it('gives each member what their own runtime keys used, conversations counted per member once, and the organization the total', async () => {
+      const orgId = await createOrganizationFixture(user.userId);
+      await addOrganizationMember(orgId, other.userId, 'member');
+      /** A session API key of `who` acting in the organization, made as a member makes one. */
+      const keyOf = async (who: UserFixture) => {
+        const created = await client.request.post('/api/keys').set('X-Access-Token', who.accessToken).set('X-Org-Id', orgId).send({ kind: 'session_api_key', name: 'runtime' }).expect(201);
+        rememberSecret(created.body.secret);
+        return { ...who, sessionApiKey: created.body.secret as string };
+      };
+      const [mine, theirs] = [await keyOf(user), await keyOf(other)];
+      const [shared, own] = [randomUUID(), randomUUID()];
+      await post(conversationInfo(shared, at(100), { agent: [CLAUDE, 0.1, 1000, 100, 2] }), mine).expect(201);
+      await post(conversationInfo(shared, at(200), { agent: [CLAUDE, 0.25, 3000, 300, 5] }), theirs).expect(200);
+      await post(conversationInfo(own, at(100), { agent: [MINI, 0.02, 500, 50, 1] }), theirs).expect(201);
+
+      const team = await client.request.get('/api/billing/usage?group_by=member').set('X-Access-Token', user.accessToken).set('X-Org-Id', orgId).expect(200);
+      expect(team.body.rows.map((row: Info) => [row.label, row.cost_micro_usd, row.tokens_in, row.conversations, row.llm_calls])).to.deep.equal([
+        [other.email, 170_000, 2500, 2, 4],
+        [user.email, 100_000, 1000, 1, 2],
+      ]);
+      // Both used the shared conversation: the organization counts it once.
+      expect(team.body.totals).to.include({ cost_micro_usd: 270_000, conversations: 2 });
+      // Neither member's personal organization saw any of it.
+      expect((await usage('group_by=member')).rows).to.deep.equal([]);
     });
   });
 });

@@ -51,6 +51,8 @@ export const TABLES = [
   'delivery_refusal_notices',
   'usage_model_days',
   'usage_owner_days',
+  'usage_member_days',
+  'usage_conversation_members',
   'usage_conversation_models',
   'usage_conversations',
   'usage_daily',

@@ -6,6 +6,7 @@ import { browserSuite, expectAccessible, photograph } from '../helpers/browser.t
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { usageRollupsBackfill } from '../../src/db/migrations/Migration20261127136000_usage_rollups.ts';
+import { usageMemberRollupsBackfill } from '../../src/db/migrations/Migration20261127211000_usage_members.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -47,7 +48,7 @@ describe('console in a browser: the Usage page', function () {
     const connection = testDatabase().orm.em.getConnection();
     await connection.execute(`update spend_entries set charged_at = charged_at - make_interval(days => ?) where conversation_id = ?`, [days, conversationId]);
     await connection.execute(`update usage_daily set day = day - ? where conversation_id = ?`, [days, conversationId]);
-    await connection.execute(usageRollupsBackfill());
+    await connection.execute(usageRollupsBackfill() + usageMemberRollupsBackfill());
   }
 
   it('charts cost and tokens per day, lists the top models, members and conversations, and switches between 7, 30 and 90 days', async () => {
