@@ -9,6 +9,7 @@ import { ConversationService } from './conversations/conversation-service.ts';
 import { RefusalService } from './refusals/refusal-service.ts';
 import { Authenticator } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
+import { OrganizationAdministration } from './organizations/organization-administration.ts';
 import { LiveStreams } from './live/live-streams.ts';
 import { StreamTickets } from './live/stream-tickets.ts';
 import { Metrics } from './observability/metrics.ts';
@@ -66,6 +67,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     usage: new UsageService(orm.em),
     verifiedModels: new VerifiedModelService(orm.em),
     audit: new AuditLogService(orm.em),
+    organizationAdministration: new OrganizationAdministration(orm.em),
     workspaces: createWorkspaceService(config, orm.em, secretBox),
     billing: createBillingService(orm.em, config.billing, logger),
     liveStreams: new LiveStreams(listenUrl, conversations, {

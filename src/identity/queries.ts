@@ -56,13 +56,14 @@ export async function lockForTransaction(em: EntityManager, lockId: number): Pro
   await sqlRows(em, 'select pg_advisory_xact_lock($1)', [lockId]);
 }
 
-/** Of `credentialIds`, those not revoked, not expired, whose user is not suspended. */
+/** Of `credentialIds`, those not revoked, not expired, whose user is not suspended, nor (a session API key's) organization. */
 export async function validCredentialIds(em: EntityManager, credentialIds: readonly string[]): Promise<string[]> {
   const rows = await sqlRows<{ id: string }>(
     em,
     `select c.id from credentials c join users u on u.id = c.user_id
+       left join organizations o on o.id = c.org_id
       where c.id = any($1::uuid[]) and c.revoked_at is null
-        and (c.expires_at is null or c.expires_at > now()) and u.suspended_at is null`,
+        and (c.expires_at is null or c.expires_at > now()) and u.suspended_at is null and o.suspended_at is null`,
     [credentialIds],
   );
   return rows.map((row) => row.id);
