@@ -76,7 +76,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
       heartbeatMs: config.liveStreamHeartbeatMs,
       maxPerUser: config.liveStreamMaxPerUser,
       credentialCheckMs: config.liveStreamCredentialCheckMs,
-    }, logger, (ids) => authenticator.stillValid(ids)),
+    }, logger, (callers) => authenticator.stillValid(callers)),
     streamTickets: new StreamTickets(orm.em, config.liveStreamTicketTtlMs),
     webhookEndpoints: new WebhookEndpointService(orm.em, secretBox, config.outboundWebhooks, outboundQueue),
     // Built here, started by main.ts (or a test): the app's only background consumer.

@@ -245,7 +245,7 @@ describe('organizations: their keys, their audit log, and the instance administr
       expect(row!.suspended_at).to.equal(null);
     });
 
-    it('a cached key stops within CREDENTIAL_CACHE_TTL_MS, as for a suspended user; live streams drop keys of a suspended organization', async () => {
+    it('a cached key stops within CREDENTIAL_CACHE_TTL_MS, as for a suspended user; live streams acting in a suspended organization end', async () => {
       const ttlMs = 400;
       const cached = await createTestApp({ credentialCacheTtlMs: ttlMs });
       const key = await keyIn(member, acme, 'runner');
@@ -256,10 +256,17 @@ describe('organizations: their keys, their audit log, and the instance administr
 
       // What open live streams ask every LIVE_STREAM_CREDENTIAL_CHECK_MS.
       const [row] = await query<{ id: string }>("select id from credentials where org_id = ? and kind = 'session_api_key'", [acme]);
+      const [token] = await query<{ id: string }>("select id from credentials where user_id = ? and kind = 'access_token'", [member.userId]);
+      const callers = [
+        { credentialId: row!.id, orgId: acme },
+        // An access token's stream acting in Acme ends too; the same token in the member's own organization does not.
+        { credentialId: token!.id, orgId: acme },
+        { credentialId: token!.id, orgId: member.orgId },
+      ];
       const authenticator = new Authenticator(testDatabase().orm.em, 0);
-      expect([...(await authenticator.stillValid([row!.id]))]).to.deep.equal([]);
+      expect([...(await authenticator.stillValid(callers))]).to.deep.equal([`${token!.id}/${member.orgId}`]);
       await as(root).post(`/api/admin/organizations/${acme}/resume`).expect(200);
-      expect([...(await authenticator.stillValid([row!.id]))]).to.deep.equal([row!.id]);
+      expect([...(await authenticator.stillValid(callers))].sort()).to.deep.equal(callers.map((c) => `${c.credentialId}/${c.orgId}`).sort());
     });
   });
 });
