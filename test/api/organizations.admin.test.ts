@@ -267,6 +267,9 @@ describe('organizations: their keys, their audit log, and the instance administr
       expect([...(await authenticator.stillValid(callers))]).to.deep.equal([`${token!.id}/${member.orgId}`]);
       await as(root).post(`/api/admin/organizations/${acme}/resume`).expect(200);
       expect([...(await authenticator.stillValid(callers))].sort()).to.deep.equal(callers.map((c) => `${c.credentialId}/${c.orgId}`).sort());
+      // A member removed from the organization: their streams acting in it end as well.
+      await query('delete from organization_members where org_id = ? and user_id = ?', [acme, member.userId]);
+      expect([...(await authenticator.stillValid(callers))]).to.deep.equal([`${token!.id}/${member.orgId}`]);
     });
   });
 });
