@@ -1994,6 +1994,162 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/orgs/{org_id}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every member's session API keys in an organization
+         * @description The session API keys of every member that act in this organization and are not revoked (expired
+         *     ones included), newest first, each with the member's e-mail, so an admin can see what runs on the
+         *     organization's behalf. Never a secret. Access tokens belong to people, not organizations, and are
+         *     not listed. At most 100 keys are active per user; the list is bounded by the members.
+         */
+        get: operations["listOrganizationKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/orgs/{org_id}/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke any member's session API key of an organization
+         * @description Revokes a session API key that acts in this organization, whoever of its members created it. It is
+         *     refused within `CREDENTIAL_CACHE_TTL_MS` (default 5 s) on every server instance. An unknown id, a
+         *     key of another organization, an access token or a key already revoked → 404 alike. Appends
+         *     `key.revoked` to the audit log (the organization's rows included).
+         */
+        delete: operations["revokeOrganizationKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/orgs/{org_id}/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an organization's audit log
+         * @description The rows of the audit log that concern this organization's resources (its keys, webhook
+         *     endpoints, workspaces, share links, purchases, members, its suspension), newest first, paged like
+         *     `GET /api/admin/audit-log`: pass the page's `next_before_id` as `before_id` for the next (older)
+         *     page. Instance-level rows (users, super admins, verified models) are not an organization's.
+         */
+        get: operations["listOrganizationAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/organizations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every organization
+         * @description Every organization of the instance, personal ones included, by name, with its member count and
+         *     whether it is suspended; `q` matches part of the name in any letter case.
+         */
+        get: operations["listAllOrganizations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/organizations/{org_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One organization with its members
+         * @description Any organization of the instance, with its members and their roles, by e-mail. Unknown id → 404.
+         */
+        get: operations["inspectOrganization"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/organizations/{org_id}/suspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Suspend an organization
+         * @description Suspends an organization: its session API keys are refused (401) and its members' access tokens
+         *     acting in it are refused (403), within `CREDENTIAL_CACHE_TTL_MS` on every server instance; their
+         *     live streams opened with its keys end within `LIVE_STREAM_CREDENTIAL_CHECK_MS`. Its members keep
+         *     their other organizations, and its data stays. Suspending a suspended organization changes
+         *     nothing (200). Unknown id → 404. Appends `organization.suspended` to the audit log.
+         */
+        post: operations["suspendOrganization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/organizations/{org_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a suspended organization
+         * @description Lifts an organization's suspension: its keys that are neither revoked nor expired work again, and
+         *     its members act in it again. Resuming one that is not suspended changes nothing (200). Unknown id
+         *     → 404. Appends `organization.resumed` to the audit log.
+         */
+        post: operations["resumeOrganization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -5704,6 +5860,11 @@ export interface components {
             summary: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: uuid
+             * @description The organization whose resource it concerns; null for instance-level changes (users, super admins, verified models).
+             */
+            org_id?: string | null;
         };
         /** @description One page of the audit log, newest first. */
         AuditLogPage: {
@@ -5721,6 +5882,127 @@ export interface components {
             };
             /** @description Pass as `before_id` for the next (older) page; null when there is none. */
             next_before_id: number | null;
+        };
+        /** @description A session API key of an organization as its admins see it, with the member who created it; never its secret. */
+        OrgKey: {
+            /**
+             * Format: uuid
+             * @description Key id.
+             */
+            id: string;
+            kind: components["schemas"]["KeyKind"];
+            /** @description The member's label for it. */
+            name: string | null;
+            /** @description The secret's first 8 characters, to recognise it. */
+            prefix: string | null;
+            /**
+             * Format: date-time
+             * @description When the key was issued.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Last time it was accepted (updated at most once a minute); null if never.
+             */
+            last_used_at: string | null;
+            /**
+             * Format: date-time
+             * @description After this time the key is refused (401); null if it does not expire.
+             */
+            expires_at: string | null;
+            /**
+             * Format: uuid
+             * @description The member who created it.
+             */
+            user_id: string;
+            /**
+             * Format: email
+             * @description That member's e-mail address.
+             */
+            email: string;
+        };
+        /** @description An organization's session API keys, newest first. */
+        OrgKeyList: {
+            /** @description Keys, newest first. */
+            keys: components["schemas"]["OrgKey"][];
+        };
+        /** @description An organization as the instance's administrators see it. */
+        AdminOrganization: {
+            /**
+             * Format: uuid
+             * @description Organization id (a personal organization's is its user's id).
+             */
+            org_id: string;
+            /** @description Its name. */
+            name: string;
+            /** @description True for a user's personal organization. */
+            personal: boolean;
+            /** @description True while it is suspended. */
+            suspended: boolean;
+            /** @description Its members. */
+            member_count: number;
+            /**
+             * Format: date-time
+             * @description When it was created.
+             */
+            created_at: string;
+        };
+        /** @description One page of organizations, by name. */
+        AdminOrganizationPage: {
+            /** @description Organizations by name. */
+            items: components["schemas"]["AdminOrganization"][];
+            /** @description Organizations matching `q`. */
+            total: number;
+            /** @description The page size asked for. */
+            limit: number;
+            /** @description Organizations skipped. */
+            offset: number;
+        };
+        /** @description A member of an organization, as administrators see them. */
+        AdminOrganizationMember: {
+            /**
+             * Format: uuid
+             * @description User id.
+             */
+            user_id: string;
+            /**
+             * Format: email
+             * @description E-mail address.
+             */
+            email: string;
+            /**
+             * @description Their role in the organization.
+             * @enum {string}
+             */
+            role: "owner" | "admin" | "member" | "viewer";
+            /**
+             * Format: date-time
+             * @description When they became a member.
+             */
+            joined_at: string;
+        };
+        /** @description An organization with its members, by e-mail. */
+        AdminOrganizationDetail: {
+            /**
+             * Format: uuid
+             * @description Organization id.
+             */
+            org_id: string;
+            /** @description Its name. */
+            name: string;
+            /** @description True for a user's personal organization. */
+            personal: boolean;
+            /** @description True while it is suspended. */
+            suspended: boolean;
+            /** @description Its members. */
+            member_count: number;
+            /**
+             * Format: date-time
+             * @description When it was created.
+             */
+            created_at: string;
+            /** @description Its members by e-mail. */
+            members: components["schemas"]["AdminOrganizationMember"][];
         };
     };
     responses: {
@@ -11125,6 +11407,344 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (UUID). One you are not a member of answers 404, like one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization's session API keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "id": "5d1c7e0a-3f7b-4b9e-8a59-0f3c2d1e4b6a",
+                     *           "kind": "session_api_key",
+                     *           "name": "build agent-server",
+                     *           "prefix": "apsk_Q3x",
+                     *           "created_at": "2026-11-24T12:00:00.000Z",
+                     *           "last_used_at": "2026-11-24T12:05:00.000Z",
+                     *           "expires_at": null,
+                     *           "user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "email": "ada@acme.example"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrgKeyList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeOrganizationKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (UUID). One you are not a member of answers 404, like one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+                /**
+                 * @description Id of the key (from `GET /api/orgs/{org_id}/keys`).
+                 * @example 5d1c7e0a-3f7b-4b9e-8a59-0f3c2d1e4b6a
+                 */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key is revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationAuditLog: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only rows of this action, e.g. `key.revoked`.
+                 * @example key.revoked
+                 */
+                action?: string;
+                /** @description Only rows older than this id (the previous page's `next_before_id`). */
+                before_id?: number;
+                /** @description Maximum number of rows in the page. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (UUID). One you are not a member of answers 404, like one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the organization's audit log, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 43,
+                     *           "occurred_at": "2026-11-24T12:00:00.000Z",
+                     *           "actor": "9a3e1c52-7b0d-4f6e-8c21-5d4b3a2f1e0d",
+                     *           "action": "key.revoked",
+                     *           "target_type": "key",
+                     *           "target_id": "5d1c7e0a-3f7b-4b9e-8a59-0f3c2d1e4b6a",
+                     *           "request_id": "4f1c2b3a-5d6e-4f70-8a9b-0c1d2e3f4a5b",
+                     *           "summary": {
+                     *             "user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *             "kind": "session_api_key",
+                     *             "name": "build agent-server",
+                     *             "prefix": "apsk_Q3x"
+                     *           },
+                     *           "org_id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60"
+                     *         }
+                     *       ],
+                     *       "next_before_id": null,
+                     *       "people": {
+                     *         "9a3e1c52-7b0d-4f6e-8c21-5d4b3a2f1e0d": "admin@acme.example"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuditLogPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAllOrganizations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only organizations whose name contains this, in any letter case.
+                 * @example acme
+                 */
+                q?: string;
+                /** @description Maximum number of organizations in the page. */
+                limit?: number;
+                /** @description Organizations to skip. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of organizations, by name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "org_id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *           "name": "Acme",
+                     *           "personal": false,
+                     *           "suspended": false,
+                     *           "member_count": 3,
+                     *           "created_at": "2026-11-24T12:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "limit": 50,
+                     *       "offset": 0
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminOrganizationPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    inspectOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (UUID).
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization and its members. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "org_id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *       "name": "Acme",
+                     *       "personal": false,
+                     *       "suspended": false,
+                     *       "member_count": 1,
+                     *       "created_at": "2026-11-24T12:00:00.000Z",
+                     *       "members": [
+                     *         {
+                     *           "user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "email": "ada@acme.example",
+                     *           "role": "owner",
+                     *           "joined_at": "2026-11-24T12:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminOrganizationDetail"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    suspendOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (UUID).
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization, now suspended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "org_id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *       "name": "Acme",
+                     *       "personal": false,
+                     *       "suspended": true,
+                     *       "member_count": 3,
+                     *       "created_at": "2026-11-24T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminOrganization"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resumeOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (UUID).
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization, no longer suspended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "org_id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *       "name": "Acme",
+                     *       "personal": false,
+                     *       "suspended": false,
+                     *       "member_count": 3,
+                     *       "created_at": "2026-11-24T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminOrganization"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];

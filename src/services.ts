@@ -9,6 +9,7 @@ import { ConversationService } from './conversations/conversation-service.ts';
 import { RefusalService } from './refusals/refusal-service.ts';
 import { Authenticator } from './identity/authenticator.ts';
 import { IdentityService } from './identity/identity-service.ts';
+import { OrganizationAdministration } from './organizations/organization-administration.ts';
 import { LiveStreams } from './live/live-streams.ts';
 import { StreamTickets } from './live/stream-tickets.ts';
 import { Metrics } from './observability/metrics.ts';
@@ -68,6 +69,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     usage: new UsageService(orm.em),
     verifiedModels: new VerifiedModelService(orm.em),
     audit: new AuditLogService(orm.em),
+    organizationAdministration: new OrganizationAdministration(orm.em),
     workspaces: createWorkspaceService(config, orm.em, secretBox),
     billing: createBillingService(orm.em, config.billing, logger),
     liveStreams: new LiveStreams(listenUrl, conversations, {
@@ -76,7 +78,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
       heartbeatMs: config.liveStreamHeartbeatMs,
       maxPerUser: config.liveStreamMaxPerUser,
       credentialCheckMs: config.liveStreamCredentialCheckMs,
-    }, logger, (ids) => authenticator.stillValid(ids)),
+    }, logger, (callers) => authenticator.stillValid(callers)),
     streamTickets: new StreamTickets(orm.em, config.liveStreamTicketTtlMs),
     webhookEndpoints: new WebhookEndpointService(orm.em, secretBox, config.outboundWebhooks, outboundQueue),
     // Built here, started by main.ts (or a test): the app's only background consumer.

@@ -9,6 +9,7 @@ import { conversationHandlers } from './handlers/conversations.ts';
 import { healthHandlers } from './handlers/health.ts';
 import { liveHandlers } from './handlers/live.ts';
 import { operationsHandlers } from './handlers/operations.ts';
+import { organizationAdministrationHandlers } from './handlers/organization-administration.ts';
 import { outboundWebhookHandlers } from './handlers/outbound-webhooks.ts';
 import { refusedDeliveryHandlers } from './handlers/refused-deliveries.ts';
 import { sharingHandlers } from './handlers/sharing.ts';
@@ -35,6 +36,7 @@ export function operationHandlers(services: Services, replay: WebhookReplayer): 
     ...accountHandlers(services.identity),
     ...userHandlers(services.identity),
     ...auditHandlers(services.audit),
+    ...organizationAdministrationHandlers(services.organizationAdministration),
     ...workspaceHandlers(services.workspaces),
     ...billingHandlers(services.billing, services.spend, services.usage, services.budgets),
     ...operationsHandlers(metrics),

@@ -24,6 +24,8 @@ export interface AuditRecord {
   targetType: string;
   targetId: string | number;
   summary?: Record<string, unknown>;
+  /** The organization whose resource it concerns (`principal.orgId`); absent for instance-level changes. */
+  orgId?: string | null;
 }
 
 function auditValues(record: AuditRecord): unknown[] {
@@ -34,6 +36,7 @@ function auditValues(record: AuditRecord): unknown[] {
     String(record.targetId),
     requestContext.getStore()?.requestId ?? null,
     JSON.stringify(record.summary ?? {}),
+    record.orgId ?? null,
   ];
 }
 
@@ -60,6 +63,8 @@ export interface AuditLogQuery {
   action?: string;
   targetType?: string;
   targetId?: string;
+  /** Only the rows of this organization (`GET /api/orgs/{org_id}/audit-log`). */
+  orgId?: string;
   since?: Date;
   until?: Date;
   /** Keyset pagination: only rows with a smaller id (older) than this. */
@@ -78,6 +83,7 @@ export class AuditLogService {
     if (query.action !== undefined) where.action = query.action;
     if (query.targetType !== undefined) where.targetType = query.targetType;
     if (query.targetId !== undefined) where.targetId = query.targetId;
+    if (query.orgId !== undefined) where.orgId = query.orgId;
     const occurredAt: Record<string, Date> = {};
     if (query.since) occurredAt.$gte = query.since;
     if (query.until) occurredAt.$lt = query.until;

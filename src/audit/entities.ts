@@ -11,6 +11,8 @@ export class AuditEntry {
   targetId!: string;
   requestId!: string | null;
   summary!: Record<string, unknown>;
+  /** The organization whose resource the row concerns; null for instance-level changes. */
+  orgId!: string | null;
 }
 
 export const AuditEntrySchema = new EntitySchema<AuditEntry>({
@@ -26,5 +28,6 @@ export const AuditEntrySchema = new EntitySchema<AuditEntry>({
     targetId: { type: 'string', length: 255 },
     requestId: { type: 'string', length: 100, nullable: true },
     summary: { type: 'json' },
+    orgId: { type: 'uuid', nullable: true },
   },
 });

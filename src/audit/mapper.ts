@@ -14,5 +14,6 @@ export function toAuditEntryView(entry: AuditEntry): AuditEntryView {
     target_id: entry.targetId,
     request_id: entry.requestId,
     summary: entry.summary,
+    org_id: entry.orgId,
   };
 }

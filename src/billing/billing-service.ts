@@ -202,6 +202,7 @@ export class BillingService {
         targetType: 'checkout_session',
         targetId: id,
         summary: { owner_id: credited.owner_id, amount_usd: credited.amount_usd, provider },
+        orgId: credited.owner_id,
       });
       return true;
     });

@@ -4,7 +4,7 @@ import { defaultMembership, membershipOf, type Membership } from '../organizatio
 import type { OrgRole } from '../organizations/roles.ts';
 import { Credential, type CredentialKind } from './entities.ts';
 import { hashSecret, sameHash } from './secrets.ts';
-import { touchCredential, validCredentialIds } from './queries.ts';
+import { touchCredential, validCallers } from './queries.ts';
 
 /** Who is calling, as established from a credential. */
 export interface Principal {
@@ -115,12 +115,14 @@ export class Authenticator {
   }
 
   /**
-   * Of `credentialIds`, those still good: not revoked, not expired, their user not suspended. One
-   * query, for the live streams' periodic check of the credentials they were opened with.
+   * Of these callers (a credential acting in an organization), those still good, as `credentialId/orgId`: the
+   * credential not revoked or expired, its user not suspended, the organization not suspended and still
+   * theirs. One query, for the live streams' periodic check of the callers they were opened by.
    */
-  async stillValid(credentialIds: readonly string[]): Promise<Set<string>> {
-    if (credentialIds.length === 0) return new Set();
-    return new Set(await validCredentialIds(this.em, credentialIds));
+  async stillValid(callers: readonly { credentialId: string; orgId: string }[]): Promise<Set<string>> {
+    if (callers.length === 0) return new Set();
+    const rows = await validCallers(this.em, callers.map((c) => c.credentialId), callers.map((c) => c.orgId));
+    return new Set(rows.map((row) => `${row.credential_id}/${row.org_id}`));
   }
 
   /**

@@ -139,6 +139,24 @@ export class IdentityService {
     });
   }
 
+  /** Every member's session API keys of `orgId` that are not revoked, newest first, with their users. */
+  async listOrganizationKeys(orgId: string): Promise<Credential[]> {
+    return this.em
+      .fork()
+      .find(Credential, { orgId, kind: 'session_api_key', revokedAt: null }, { populate: ['user'], orderBy: [{ createdAt: 'desc' }, { id: 'asc' }] });
+  }
+
+  /** Revokes any session API key of `orgId` (an organization admin's); another organization's, unknown or revoked → 404 alike. */
+  async revokeOrganizationKey(actor: AuditActor, orgId: string, keyId: string): Promise<Credential> {
+    return this.em.fork().transactional(async (em) => {
+      const credential = await em.findOne(Credential, { id: keyId, orgId, kind: 'session_api_key', revokedAt: null }, { populate: ['user'] });
+      if (!credential) throw new NotFoundError('No key of this organization has this id');
+      credential.revokedAt = new Date();
+      await auditRevocation(em, actor, credential);
+      return credential;
+    });
+  }
+
   /** Revokes the access token or session API key `secret` (the CLI); revoking it again changes nothing. */
   async revoke(actor: AuditActor, secret: string): Promise<Credential> {
     const kind = kindOfSecret(secret);
@@ -319,6 +337,8 @@ async function addKey(em: EntityManager, actor: AuditActor, user: User, request:
       prefix: credential.prefix,
       expires_at: credential.expiresAt?.toISOString() ?? null,
     },
+    // A session API key is its organization's; an access token is its person's (instance-level).
+    orgId: credential.orgId,
   });
   return { credential, secret };
 }
@@ -330,5 +350,6 @@ async function auditRevocation(em: EntityManager, actor: AuditActor, credential:
     targetType: 'key',
     targetId: credential.id,
     summary: { user_id: credential.user.id, kind: credential.kind, name: credential.name, prefix: credential.prefix },
+    orgId: credential.orgId,
   });
 }

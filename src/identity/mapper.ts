@@ -35,6 +35,11 @@ export function toKeyView(credential: Credential): Schemas['Key'] {
   };
 }
 
+/** A session API key as its organization's admins see it: with the member who made it. */
+export function toOrgKeyView(credential: Credential): Schemas['OrgKey'] {
+  return { ...toKeyView(credential), user_id: credential.user.id, email: credential.user.email };
+}
+
 /** A key just issued, with its secret (this response only). */
 export function toCreatedKeyView(issued: IssuedKey): Schemas['CreatedKey'] {
   return { ...toKeyView(issued.credential), secret: issued.secret };

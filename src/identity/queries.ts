@@ -56,16 +56,24 @@ export async function lockForTransaction(em: EntityManager, lockId: number): Pro
   await sqlRows(em, 'select pg_advisory_xact_lock($1)', [lockId]);
 }
 
-/** Of `credentialIds`, those not revoked, not expired, whose user is not suspended. */
-export async function validCredentialIds(em: EntityManager, credentialIds: readonly string[]): Promise<string[]> {
-  const rows = await sqlRows<{ id: string }>(
+/**
+ * Of the pairs (credential, organization it acts in), those whose credential is not revoked or expired, whose
+ * user is not suspended, and whose organization is not suspended and has the user as a member (or they are a
+ * super admin).
+ */
+export function validCallers(em: EntityManager, credentialIds: readonly string[], orgIds: readonly string[]): Promise<{ credential_id: string; org_id: string }[]> {
+  return sqlRows<{ credential_id: string; org_id: string }>(
     em,
-    `select c.id from credentials c join users u on u.id = c.user_id
-      where c.id = any($1::uuid[]) and c.revoked_at is null
-        and (c.expires_at is null or c.expires_at > now()) and u.suspended_at is null`,
-    [credentialIds],
+    `select x.credential_id, x.org_id
+       from unnest($1::uuid[], $2::uuid[]) as x (credential_id, org_id)
+       join credentials c on c.id = x.credential_id
+       join users u on u.id = c.user_id
+       join organizations o on o.id = x.org_id
+      where c.revoked_at is null and (c.expires_at is null or c.expires_at > now()) and u.suspended_at is null
+        and o.suspended_at is null
+        and (u.is_super_admin or exists (select 1 from organization_members m where m.org_id = x.org_id and m.user_id = u.id))`,
+    [credentialIds, orgIds],
   );
-  return rows.map((row) => row.id);
 }
 
 export async function touchCredential(em: EntityManager, credentialId: string): Promise<void> {

@@ -21,8 +21,22 @@ export interface LiveStreamOptions {
   readonly credentialCheckMs: number;
 }
 
-/** Of the given credential ids, those still good (not revoked or expired, their user not suspended). */
-export type CredentialCheck = (credentialIds: readonly string[]) => Promise<Set<string>>;
+/** A stream's caller: the credential it was opened with and the organization it acts in. */
+export interface StreamCaller {
+  readonly credentialId: string;
+  readonly orgId: string;
+}
+
+/**
+ * Of the given callers, those still good (credential not revoked or expired, user not suspended, organization
+ * not suspended and still theirs), as `callerKey`s.
+ */
+export type CredentialCheck = (callers: readonly StreamCaller[]) => Promise<Set<string>>;
+
+/** How `CredentialCheck` names a caller. */
+export function callerKey(caller: StreamCaller): string {
+  return `${caller.credentialId}/${caller.orgId}`;
+}
 
 /** Why a stream ended from our side; sent as the `reason` of the final `error` event. */
 export type CloseReason = 'slow_consumer' | 'server_shutdown' | 'read_failed' | 'credential_revoked';
@@ -115,9 +129,10 @@ export class LiveStreams implements ActivityHandler {
         return;
       }
       try {
-        const valid = await check([...new Set(open.map((s) => s.principal.credentialId))]);
+        const callers = new Map(open.map((s) => [callerKey(s.principal), s.principal]));
+        const valid = await check([...callers.values()]);
         for (const subscriber of open) {
-          if (!valid.has(subscriber.principal.credentialId)) void subscriber.end('credential_revoked');
+          if (!valid.has(callerKey(subscriber.principal))) void subscriber.end('credential_revoked');
         }
       } catch (error) {
         // The database is unreachable: the streams stay; the next tick checks again.

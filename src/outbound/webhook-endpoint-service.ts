@@ -437,5 +437,5 @@ function tagsOf(tags: string[] | null | undefined): Record<string, string> | nul
 
 /** Appends the audit row of an endpoint change in its transaction (never the secret). */
 function audit(trx: Knex.Transaction, principal: Principal, action: string, endpointId: string, summary?: Record<string, unknown>): Promise<void> {
-  return recordAudit(trx, { actor: principal.userId, action, targetType: 'webhook_endpoint', targetId: endpointId, summary });
+  return recordAudit(trx, { actor: principal.userId, action, targetType: 'webhook_endpoint', targetId: endpointId, summary, orgId: principal.orgId });
 }

@@ -63,6 +63,7 @@ export class ShareService {
         targetType: 'share_link',
         targetId: link.id,
         summary: { conversation_id: id, expires_at: expiresAt?.toISOString() ?? null, share_tags: link.share_tags },
+        orgId: principal.orgId,
       });
       return link;
     });
@@ -84,7 +85,7 @@ export class ShareService {
       const revoked = await queries.revokeShareLink(em, id, linkId);
       if (!revoked) throw new NotFoundError('Share link not found');
       if (revoked.revoked) {
-        await recordAudit(em, { actor: principal.userId, action: 'share_link.revoked', targetType: 'share_link', targetId: linkId, summary: { conversation_id: id } });
+        await recordAudit(em, { actor: principal.userId, action: 'share_link.revoked', targetType: 'share_link', targetId: linkId, summary: { conversation_id: id }, orgId: principal.orgId });
       }
       return revoked.link;
     });

@@ -23,6 +23,12 @@ export interface SpecOperation {
   /** `x-browser-page: true`: a page for people, which ignores query parameters it does not declare. */
   browserPage: boolean;
   permission?: string;
+  /** `x-org-permission`: what the caller's role in the organization it acts in must allow. */
+  orgPermission?: string;
+  /** The statuses the spec documents. */
+  statuses: string[];
+  /** A response is a stream (`text/event-stream`) that stays open. */
+  streams: boolean;
   hasBody: boolean;
   bodyRequired: boolean;
   /** The first example of the JSON request body the spec gives, if any. */
@@ -68,6 +74,9 @@ export function specOperations(): SpecOperation[] {
         losslessBody: op['x-lossless-body'] === true,
         browserPage: op['x-browser-page'] === true,
         permission: op['x-permission'] as string | undefined,
+        orgPermission: op['x-org-permission'] as string | undefined,
+        statuses: Object.keys((op.responses as Node) ?? {}),
+        streams: Object.values((op.responses as Record<string, Node>) ?? {}).some((r) => Boolean((resolve(r).content as Node | undefined)?.['text/event-stream'])),
         hasBody: Boolean(body),
         bodyRequired: Boolean(body?.required),
         bodyExample,

@@ -2,19 +2,22 @@ import { api, describeError, type Schemas } from '../api.ts';
 import { confirmedAction } from '../confirm.ts';
 import { badge, h, notice, replace } from '../dom.ts';
 import type { Page } from '../main.ts';
+import { showOrganizations } from './admin-organizations.ts';
 import { showUsers } from './admin-users.ts';
 import { showAuditLog } from './audit.ts';
 import { showRefusedDeliveries } from './refused-deliveries.ts';
 
-/** Administration for super admins: users, super admins, verified models, refused deliveries, the audit log. */
+/** Administration for super admins: users, organizations, super admins, verified models, refused deliveries, the audit log. */
 export const adminPage: Page = (main) => {
   const users = h('section', { class: 'card stack', 'aria-labelledby': 'users-title' });
+  const organizations = h('section', { class: 'card stack', 'aria-labelledby': 'organizations-title', id: 'organizations-admin' });
   const models = h('section', { class: 'card stack', 'aria-labelledby': 'models-title' });
   const admins = h('section', { class: 'card stack', 'aria-labelledby': 'admins-title' });
   const audit = h('section', { class: 'card stack', 'aria-labelledby': 'audit-title' });
   const refused = h('section', { class: 'card stack', 'aria-labelledby': 'refused-title', id: 'refused' });
-  replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Administration')), h('div', { class: 'stack' }, users, h('div', { class: 'grid' }, admins, models), refused, audit));
+  replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Administration')), h('div', { class: 'stack' }, users, organizations, h('div', { class: 'grid' }, admins, models), refused, audit));
   void showUsers(users);
+  void showOrganizations(organizations);
   void showModels(models);
   void showSuperAdmins(admins);
   void showRefusedDeliveries(refused);
