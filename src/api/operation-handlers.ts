@@ -9,6 +9,7 @@ import { conversationHandlers } from './handlers/conversations.ts';
 import { healthHandlers } from './handlers/health.ts';
 import { liveHandlers } from './handlers/live.ts';
 import { operationsHandlers } from './handlers/operations.ts';
+import { organizationHandlers } from './handlers/organizations.ts';
 import { outboundWebhookHandlers } from './handlers/outbound-webhooks.ts';
 import { refusedDeliveryHandlers } from './handlers/refused-deliveries.ts';
 import { sharingHandlers } from './handlers/sharing.ts';
@@ -32,7 +33,8 @@ export function operationHandlers(services: Services, replay: WebhookReplayer): 
     ...searchHandlers(services.search),
     ...verifiedModelHandlers(services.verifiedModels),
     ...superAdminHandlers(services.identity),
-    ...accountHandlers(services.identity),
+    ...accountHandlers(services.identity, services.organizations),
+    ...organizationHandlers(services.organizations),
     ...userHandlers(services.identity),
     ...auditHandlers(services.audit),
     ...workspaceHandlers(services.workspaces),

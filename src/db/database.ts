@@ -36,6 +36,7 @@ import { Migration20261127140000_rate_limits_and_idempotency } from './migration
 import { Migration20261127190000_refusal_event_ids } from './migrations/Migration20261127190000_refusal_event_ids.ts';
 import { Migration20261127203500_event_search_statistics } from './migrations/Migration20261127203500_event_search_statistics.ts';
 import { Migration20261127210000_organizations } from './migrations/Migration20261127210000_organizations.ts';
+import { Migration20261127220000_organization_invitations } from './migrations/Migration20261127220000_organization_invitations.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
 import { applyFunctionScripts } from './function-scripts.ts';
@@ -74,6 +75,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127190000_refusal_event_ids', class: Migration20261127190000_refusal_event_ids },
   { name: 'Migration20261127203500_event_search_statistics', class: Migration20261127203500_event_search_statistics },
   { name: 'Migration20261127210000_organizations', class: Migration20261127210000_organizations },
+  { name: 'Migration20261127220000_organization_invitations', class: Migration20261127220000_organization_invitations },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */
