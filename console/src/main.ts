@@ -1,5 +1,5 @@
 import { h, replace } from './dom.ts';
-import { forgetMe, me, switchOrg } from './me.ts';
+import { can, forgetMe, me, switchOrg } from './me.ts';
 import { currentRoute, type Route } from './router.ts';
 import { accessToken, onSessionChange, signOut } from './session.ts';
 import { signInPage } from './pages/sign-in.ts';
@@ -69,16 +69,21 @@ function render(): void {
     return;
   }
   const adminLink = h('span', { class: 'nav-slot' });
+  // Usage is billing: not offered to a role without VIEW_BILLING (a viewer).
+  const usageLink = navLink('#/usage', 'Usage', route.page === 'usage');
   const nav = h(
     'nav',
     { 'aria-label': 'Main' },
     navLink('#/conversations', 'Conversations', route.page === 'conversations' || route.page === 'conversation'),
-    navLink('#/usage', 'Usage', route.page === 'usage'),
+    usageLink,
     navLink('#/members', 'Members', route.page === 'members'),
     navLink('#/account', 'Account', route.page === 'account' || route.page === 'webhook-endpoint'),
     adminLink,
   );
-  void me().then((user) => user?.is_super_admin && replace(adminLink, navLink('#/admin', 'Admin', route.page === 'admin')));
+  void me().then((user) => {
+    if (user?.is_super_admin) replace(adminLink, navLink('#/admin', 'Admin', route.page === 'admin'));
+    if (user && !can(user, 'VIEW_BILLING')) usageLink.remove();
+  });
   const switcher = h('span', { class: 'org-slot' });
   orgSwitcher(switcher);
   const main = h('main', { id: 'main', tabindex: -1, class: route.page === 'conversation' ? 'wide' : '' });

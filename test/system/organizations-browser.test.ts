@@ -88,6 +88,13 @@ describe('console in a browser: organizations and invitations', function () {
     await secondPage.selectOption('#org-switcher', orgId);
     await secondPage.getByText('The team conversation').waitFor();
 
+    // A viewer reads the conversation but is offered neither Rename nor Share, nor the Usage page.
+    await secondPage.getByText('The team conversation').click();
+    await secondPage.locator('#export').waitFor();
+    await secondPage.waitForTimeout(200);
+    expect(await secondPage.locator('#rename, #share').count()).to.equal(0);
+    expect(await secondPage.locator('nav a[href="#/usage"]').count()).to.equal(0);
+
     // A viewer sees the members but is offered no invitation, role change or removal of others.
     await secondPage.click('nav a[href="#/members"]');
     await secondPage.locator('#members tbody tr').nth(1).waitFor();
