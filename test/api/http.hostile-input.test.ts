@@ -113,6 +113,8 @@ describe('hostile input: every operation, nothing gives a 5xx', function () {
   function pathValue(parameter: SpecParameter): string {
     if (parameter.name === 'conversation_id') return conversationId;
     if (parameter.name === 'model_id') return String(modelId);
+    // An organization that exists (the caller's personal one): else the scope's 404 comes before validation.
+    if (parameter.name === 'org_id') return admin.orgId;
     const schema = parameter.schema ?? {};
     if (schema.format === 'uuid') return randomUUID();
     if (schema.type === 'integer') return '1';

@@ -284,6 +284,15 @@ describe('organizations: organizations, members and invitations', () => {
       expect(await auditActions(org.id)).to.include('organization_invitation.revoked');
     });
 
+    it("returns 404 when revoking another organization's invitation through one's own", async () => {
+      const orgA = await createOrg(ada, 'A');
+      const orgB = await createOrg(bob, 'B');
+      const invitation = await invite(ada, orgA.id, eve.email);
+      await as(bob).delete(`/api/orgs/${orgB.id}/invitations/${invitation.id}`).expect(404);
+      await as(bob).delete(`/api/orgs/${orgA.id}/invitations/${invitation.id}`).expect(404);
+      await as(eve).post(`/api/invitations/${invitation.token}/accept`).expect(200);
+    });
+
     it('is accepted by an account created after the invitation, with the same token', async () => {
       const org = await createOrg(ada);
       const email = `later-${randomUUID().slice(0, 8)}@acme.example`;
