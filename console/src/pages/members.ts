@@ -43,16 +43,17 @@ async function showMembers(section: HTMLElement, user: Me): Promise<void> {
   if (!data) return replace(section, title, notice(describeError(error, response.status), 'error'));
   const manage = can(user, 'MANAGE_MEMBERS');
   const owners = can(user, 'MANAGE_OWNERS');
+  const lastOwner = data.members.filter((member) => member.role === 'owner').length === 1;
   const rows = data.members.map((member) => {
     const self = member.user_id === user.user_id;
+    // The last owner can be neither demoted nor removed (409): not offered.
+    const fixed = lastOwner && member.role === 'owner';
     // An admin may not touch an owner, nor make one: offered only to owners.
-    const mayChange = manage && (owners || member.role !== 'owner');
+    const mayChange = manage && !fixed && (owners || member.role !== 'owner');
     const role = mayChange ? roleSelect(member, user, owners, section) : h('span', { class: 'badge' }, member.role);
-    const remove = self
-      ? confirmedAction({ label: 'Leave', confirm: 'Confirm leave', target: 'this organization', act: () => removeMember(user, member, section) })
-      : mayChange
-        ? confirmedAction({ label: 'Remove', confirm: 'Confirm remove', target: member.email, act: () => removeMember(user, member, section) })
-        : null;
+    let remove: HTMLElement | null = null;
+    if (self && !fixed) remove = confirmedAction({ label: 'Leave', confirm: 'Confirm leave', target: 'this organization', act: () => removeMember(user, member, section) });
+    else if (mayChange) remove = confirmedAction({ label: 'Remove', confirm: 'Confirm remove', target: member.email, act: () => removeMember(user, member, section) });
     return h(
       'tr',
       null,
