@@ -49,6 +49,19 @@ describe('console in a browser: organizations and invitations', function () {
     await page.getByText('This is your personal organization').waitFor();
     expect(await page.locator('#org-switcher').count()).to.equal(0);
     await expectAccessible(page);
+
+    // An organization made, renamed and deleted again: the switcher comes and goes with it.
+    await page.fill('#org-name', 'Short-lived');
+    await page.click('#create-org button[type=submit]');
+    await page.locator('#org-switcher').waitFor();
+    await page.fill('#rename-org', 'Renamed');
+    await page.click('#rename-org-form button[type=submit]');
+    await page.locator('h1', { hasText: 'Renamed' }).waitFor();
+    await page.click('#delete-org button');
+    await page.click('#delete-org button.confirm');
+    await page.getByText('This is your personal organization').waitFor();
+    expect(await page.locator('#org-switcher').count()).to.equal(0);
+    expect(suite.errors).to.deep.equal([]);
   });
 
   it('admin invites, the second user opens the accept link, switches organization and sees its conversation', async () => {

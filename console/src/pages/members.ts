@@ -20,7 +20,8 @@ export const membersPage: Page = (main) => {
   const members = h('section', { class: 'card stack', 'aria-labelledby': 'members-title' });
   const invitations = h('section', { class: 'card stack', 'aria-labelledby': 'invitations-title' });
   const create = h('section', { class: 'card stack', 'aria-labelledby': 'new-org-title' });
-  replace(main, head, h('div', { class: 'stack' }, members, invitations, create));
+  const settings = h('section', { class: 'card stack', 'aria-labelledby': 'org-settings-title' });
+  replace(main, head, h('div', { class: 'stack' }, members, invitations, settings, create));
   showNewOrganization(create);
   void me().then((user) => {
     if (!user) return replace(members, notice('Your account could not be loaded; try again in a moment.', 'error'));
@@ -34,8 +35,42 @@ export const membersPage: Page = (main) => {
     void showMembers(members, user);
     if (can(user, 'MANAGE_MEMBERS')) void showInvitations(invitations, user);
     else invitations.remove();
+    if (org && can(user, 'MANAGE_ORGANIZATION')) showSettings(settings, user, org);
+    else settings.remove();
   });
 };
+
+/** Rename (MANAGE_ORGANIZATION) and, for owners, delete the organization acted in. */
+function showSettings(section: HTMLElement, user: Me, org: Schemas['Organization']): void {
+  const name = h('input', { id: 'rename-org', name: 'name', required: true, maxlength: 100, autocomplete: 'off', value: org.name });
+  const message = h('div', { 'aria-live': 'polite' });
+  const form = h('form', { class: 'inline-form', id: 'rename-org-form' }, h('label', { for: 'rename-org' }, 'Name'), name, h('button', { type: 'submit', class: 'btn' }, 'Rename'));
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const result = await api.PATCH('/api/orgs/{org_id}', { params: { path: { org_id: org.id } }, body: { name: name.value } });
+    if (!result.data) return replace(message, notice(describeError(result.error, result.response.status), 'error'));
+    switchOrg(org.id);
+  });
+  const remove = can(user, 'DELETE_ORGANIZATION')
+    ? h(
+        'div',
+        { id: 'delete-org' },
+        h('p', { class: 'hint' }, 'Deleting is possible only while it holds no conversations; its keys, endpoints and credits go with it.'),
+        confirmedAction({
+          label: 'Delete organization',
+          confirm: 'Confirm delete',
+          target: org.name,
+          act: async () => {
+            const reply = await api.DELETE('/api/orgs/{org_id}', { params: { path: { org_id: org.id } } });
+            if (!reply.response.ok) return describeError(reply.error, reply.response.status);
+            switchOrg(user.user_id);
+            return undefined;
+          },
+        }),
+      )
+    : null;
+  replace(section, h('h2', { id: 'org-settings-title' }, 'Organization'), form, message, remove);
+}
 
 async function showMembers(section: HTMLElement, user: Me): Promise<void> {
   const title = h('h2', { id: 'members-title' }, 'Members');
