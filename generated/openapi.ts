@@ -1729,11 +1729,216 @@ export interface paths {
         };
         /**
          * The caller's account
-         * @description The account of the access token's holder, with the permissions it holds.
+         * @description The account of the access token's holder, with the permissions it holds, the organizations it
+         *     belongs to, its default one, and the organization this request acts in (`X-Org-Id`, else the
+         *     default) with the role and what that role allows.
          */
         get: operations["getMe"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Choose your default organization
+         * @description Sets the organization an access token acts in when a request sends no `X-Org-Id`
+         *     (docs/organizations.md). `null` (or your personal organization's id) means your personal
+         *     organization. An organization you are not a member of, or that does not exist, → 422 (the
+         *     same answer for both). Takes effect within `CREDENTIAL_CACHE_TTL_MS`. Appends
+         *     `user.default_org_changed` to the audit log.
+         */
+        patch: operations["updateMe"];
+        trace?: never;
+    };
+    "/api/orgs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your organizations
+         * @description Every organization the caller is a member of, with their role there: their personal
+         *     organization first, then the others by name (docs/organizations.md). A user belongs to a few
+         *     organizations, so the list is not paginated.
+         */
+        get: operations["listOrganizations"];
+        put?: never;
+        /**
+         * Create an organization
+         * @description Creates a (non-personal) organization whose only member, its owner, is the caller. It does not
+         *     become the caller's default: send `X-Org-Id` or choose it with `PATCH /api/me`. A name that is
+         *     blank once trimmed → 422. Appends `organization.created` to the audit log.
+         */
+        post: operations["createOrganization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/orgs/{org_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One of your organizations
+         * @description The organization with the caller's role in it. One the caller is not a member of → 404, the same
+         *     answer as for one that does not exist, so ids do not leak.
+         */
+        get: operations["getOrganization"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an organization
+         * @description Deletes an organization (owners only) that holds no conversations, with what belongs to it: its
+         *     memberships, pending invitations, session API keys, webhook endpoints, credits and spend. A
+         *     personal organization cannot be deleted (409); one holding conversations → 409 saying how many
+         *     (conversations are never deleted with an organization). Members who had chosen it as their
+         *     default act in their personal organization again. Appends `organization.deleted` to the audit
+         *     log.
+         */
+        delete: operations["deleteOrganization"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename an organization
+         * @description Renames the organization (owners and admins). A personal organization can be renamed too. A name
+         *     that is blank once trimmed → 422. Appends `organization.updated` to the audit log.
+         */
+        patch: operations["updateOrganization"];
+        trace?: never;
+    };
+    "/api/orgs/{org_id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An organization's members
+         * @description Every member with their e-mail, role and when they joined, owners first, then by e-mail.
+         */
+        get: operations["listOrganizationMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/orgs/{org_id}/members/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member, or leave
+         * @description Removes a member from the organization. Any member may remove themself (leave); removing someone
+         *     else needs `MANAGE_MEMBERS` (owners and admins), and removing an owner needs `MANAGE_OWNERS`
+         *     (owners), else 403. The last owner cannot be removed or leave (409): make another member owner
+         *     first. Their session API keys for this organization stop working; what they created stays the
+         *     organization's. A user who is not a member → 404. Appends `organization_member.removed` to the
+         *     audit log.
+         */
+        delete: operations["removeOrganizationMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role
+         * @description Gives a member another role. Only an owner may make someone an owner or change an owner's role
+         *     (`MANAGE_OWNERS`, else 403). The last owner cannot be demoted (409). A role that does not exist →
+         *     422; a user who is not a member → 404. Giving the role they already have changes nothing.
+         *     Appends `organization_member.role_changed` to the audit log. Takes effect within
+         *     `CREDENTIAL_CACHE_TTL_MS`.
+         */
+        patch: operations["updateOrganizationMember"];
+        trace?: never;
+    };
+    "/api/orgs/{org_id}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Pending invitations
+         * @description The organization's invitations that are neither accepted, revoked nor expired, newest first; never a token.
+         */
+        get: operations["listInvitations"];
+        put?: never;
+        /**
+         * Invite someone by e-mail
+         * @description Invites an e-mail address to join with a role. The answer holds the invitation's `token`, shown
+         *     this once (only its SHA-256 is stored): hand it over (the console shows a link
+         *     `/#/invitations/{token}`); the signed-in user with that e-mail accepts it with
+         *     `POST /api/invitations/{token}/accept`, also one whose account is created later. It expires
+         *     after `INVITATION_TTL_DAYS` (default 7). Inviting as `owner` needs `MANAGE_OWNERS` (403). A
+         *     personal organization takes no other members (409); an address that is already a member, or
+         *     already has a pending invitation here, → 409 (an expired one is replaced). Appends
+         *     `organization_invitation.created` (never the token) to the audit log.
+         */
+        post: operations["createInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/orgs/{org_id}/invitations/{invitation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an invitation
+         * @description Revokes a pending invitation: its token is refused from then on (409). An unknown id, another
+         *     organization's, or one already accepted or revoked → 404 alike. Appends
+         *     `organization_invitation.revoked` to the audit log.
+         */
+        delete: operations["revokeInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invitations/{token}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation
+         * @description The signed-in user whose e-mail the invitation names joins its organization with its role, and
+         *     gets the organization back (switch to it with `X-Org-Id` or `PATCH /api/me`). Accepting again an
+         *     invitation you accepted answers the same. A token nobody issued → 404; an invitation for another
+         *     e-mail address → 403 (without saying which); a revoked, expired, or someone else's accepted
+         *     invitation → 409 saying which. A user who is a member already keeps their role. Appends
+         *     `organization_invitation.accepted` to the audit log. The access log keeps only the token's first
+         *     characters.
+         */
+        post: operations["acceptInvitation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5616,7 +5821,7 @@ export interface components {
          * @enum {string}
          */
         Permission: "MANAGE_SUPER_ADMINS" | "MANAGE_USERS" | "MANAGE_VERIFIED_MODELS" | "VIEW_AUDIT_LOG" | "MANAGE_REFUSED_DELIVERIES";
-        /** @description The caller's account. */
+        /** @description The caller's account, their organizations and the one this request acts in. */
         Me: {
             /** @description User id. */
             user_id: string;
@@ -5636,6 +5841,187 @@ export interface components {
              * @description When the account was created.
              */
             created_at: string;
+            /** @description Every organization the caller is a member of, with their role (the personal one first). */
+            organizations: components["schemas"]["Organization"][];
+            /**
+             * Format: uuid
+             * @description Where the caller acts without `X-Org-Id` (their personal organization unless they chose another with `PATCH /api/me`).
+             */
+            default_org_id: string;
+            /**
+             * Format: uuid
+             * @description The organization this request acts in (`X-Org-Id`, else the default).
+             */
+            org_id: string;
+            org_role: components["schemas"]["OrgRole"];
+            /** @description What `org_role` allows there (the `x-org-permission` values it holds), for a client to offer only what it may do. */
+            org_permissions: components["schemas"]["OrgPermission"][];
+        };
+        /** @description What `PATCH /api/me` changes. */
+        MeUpdate: {
+            /**
+             * Format: uuid
+             * @description The organization to act in without `X-Org-Id`; null for your personal one.
+             */
+            default_org_id: string | null;
+        };
+        /**
+         * @description A member's role in an organization (docs/organizations.md, "Roles"): `viewer` reads
+         *     conversations; `member` also writes them, holds keys for agent runtimes and sees billing;
+         *     `admin` also manages members, keys, endpoints, workspaces and billing; `owner` also manages
+         *     owners and deletes the organization.
+         * @enum {string}
+         */
+        OrgRole: "owner" | "admin" | "member" | "viewer";
+        /**
+         * @description A permission within an organization (`x-org-permission` of an operation); roles hold them as docs/organizations.md tabulates.
+         * @enum {string}
+         */
+        OrgPermission: "NONE" | "VIEW_ORGANIZATION" | "READ_CONVERSATIONS" | "WRITE_CONVERSATIONS" | "MANAGE_OWN_KEYS" | "USE_WORKSPACES" | "VIEW_BILLING" | "MANAGE_ORGANIZATION" | "MANAGE_MEMBERS" | "MANAGE_KEYS" | "MANAGE_WEBHOOK_ENDPOINTS" | "MANAGE_WORKSPACES" | "MANAGE_BILLING" | "VIEW_ORG_AUDIT_LOG" | "MANAGE_OWNERS" | "DELETE_ORGANIZATION";
+        /** @description An organization, with the caller's role in it. */
+        Organization: {
+            /**
+             * Format: uuid
+             * @description Organization id (a personal organization's is its user's id).
+             */
+            id: string;
+            /** @description Its name (a personal organization starts with its user's e-mail). */
+            name: string;
+            /** @description True for a user's personal organization, which takes no other members and cannot be deleted. */
+            personal: boolean;
+            role: components["schemas"]["OrgRole"];
+            /**
+             * Format: date-time
+             * @description When it was created.
+             */
+            created_at: string;
+        };
+        /** @description The caller's organizations. */
+        OrganizationList: {
+            /** @description The personal organization first, then by name. */
+            organizations: components["schemas"]["Organization"][];
+        };
+        /** @description A new organization. */
+        OrganizationCreate: {
+            /** @description Its name; blank once trimmed → 422. */
+            name: string;
+        };
+        /** @description What `PATCH /api/orgs/{org_id}` changes. */
+        OrganizationUpdate: {
+            /** @description The new name; blank once trimmed → 422. */
+            name: string;
+        };
+        /** @description A member of an organization. */
+        OrganizationMember: {
+            /**
+             * Format: uuid
+             * @description The member's user id.
+             */
+            user_id: string;
+            /**
+             * Format: email
+             * @description The member's e-mail address.
+             */
+            email: string;
+            role: components["schemas"]["OrgRole"];
+            /**
+             * Format: date-time
+             * @description When they became a member.
+             */
+            joined_at: string;
+        };
+        /** @description An organization's members. */
+        OrganizationMemberList: {
+            /** @description Owners first, then by e-mail. */
+            members: components["schemas"]["OrganizationMember"][];
+        };
+        /** @description A member's new role. */
+        OrganizationMemberUpdate: {
+            role: components["schemas"]["OrgRole"];
+        };
+        /** @description Whom to invite, and as what. */
+        InvitationCreate: {
+            /**
+             * Format: email
+             * @description The e-mail address of the person invited; only the user with this address can accept.
+             */
+            email: string;
+            role: components["schemas"]["OrgRole"];
+        };
+        /** @description An invitation to an organization; never its token. */
+        Invitation: {
+            /**
+             * Format: uuid
+             * @description Invitation id.
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The organization it invites to.
+             */
+            org_id: string;
+            /**
+             * Format: email
+             * @description The address it was sent to.
+             */
+            email: string;
+            role: components["schemas"]["OrgRole"];
+            /**
+             * Format: uuid
+             * @description The user who invited; null once that account is deleted.
+             */
+            invited_by: string | null;
+            /**
+             * Format: date-time
+             * @description When it was made.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description After this time it cannot be accepted (`INVITATION_TTL_DAYS` after it was made).
+             */
+            expires_at: string;
+        };
+        /** @description An invitation just made, with its token, shown this once. */
+        CreatedInvitation: {
+            /**
+             * Format: uuid
+             * @description Invitation id.
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The organization it invites to.
+             */
+            org_id: string;
+            /**
+             * Format: email
+             * @description The address it was sent to.
+             */
+            email: string;
+            role: components["schemas"]["OrgRole"];
+            /**
+             * Format: uuid
+             * @description The user who invited.
+             */
+            invited_by: string | null;
+            /**
+             * Format: date-time
+             * @description When it was made.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description After this time it cannot be accepted.
+             */
+            expires_at: string;
+            /** @description The secret that accepts it (`POST /api/invitations/{token}/accept`); only its hash is stored. Shown only here. */
+            token: string;
+        };
+        /** @description Pending invitations. */
+        InvitationList: {
+            /** @description Neither accepted, revoked nor expired; newest first. */
+            invitations: components["schemas"]["Invitation"][];
         };
         /**
          * @description `access_token` (`X-Access-Token`, people and tools) or `session_api_key` (`X-Session-API-Key`, agent runtimes).
@@ -10590,7 +10976,31 @@ export interface operations {
                      *       "is_super_admin": false,
                      *       "permissions": [],
                      *       "suspended": false,
-                     *       "created_at": "2026-11-24T12:00:00.000Z"
+                     *       "created_at": "2026-11-24T12:00:00.000Z",
+                     *       "default_org_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "organizations": [
+                     *         {
+                     *           "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "name": "ada@acme.example",
+                     *           "personal": true,
+                     *           "role": "owner",
+                     *           "created_at": "2026-11-24T12:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *           "name": "Acme research",
+                     *           "personal": false,
+                     *           "role": "viewer",
+                     *           "created_at": "2026-11-25T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "org_id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *       "org_role": "viewer",
+                     *       "org_permissions": [
+                     *         "NONE",
+                     *         "VIEW_ORGANIZATION",
+                     *         "READ_CONVERSATIONS"
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["Me"];
@@ -10598,6 +11008,796 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateMe: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "default_org_id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MeUpdate"];
+            };
+        };
+        responses: {
+            /** @description The caller's account, with the new default. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "email": "ada@acme.example",
+                     *       "is_super_admin": false,
+                     *       "permissions": [],
+                     *       "suspended": false,
+                     *       "created_at": "2026-11-24T12:00:00.000Z",
+                     *       "default_org_id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *       "organizations": [
+                     *         {
+                     *           "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "name": "ada@acme.example",
+                     *           "personal": true,
+                     *           "role": "owner",
+                     *           "created_at": "2026-11-24T12:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *           "name": "Acme research",
+                     *           "personal": false,
+                     *           "role": "admin",
+                     *           "created_at": "2026-11-25T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "org_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "org_role": "owner",
+                     *       "org_permissions": [
+                     *         "NONE",
+                     *         "VIEW_ORGANIZATION",
+                     *         "READ_CONVERSATIONS",
+                     *         "WRITE_CONVERSATIONS",
+                     *         "MANAGE_OWN_KEYS",
+                     *         "USE_WORKSPACES",
+                     *         "VIEW_BILLING",
+                     *         "MANAGE_ORGANIZATION",
+                     *         "MANAGE_MEMBERS",
+                     *         "MANAGE_KEYS",
+                     *         "MANAGE_WEBHOOK_ENDPOINTS",
+                     *         "MANAGE_WORKSPACES",
+                     *         "MANAGE_BILLING",
+                     *         "VIEW_ORG_AUDIT_LOG",
+                     *         "MANAGE_OWNERS",
+                     *         "DELETE_ORGANIZATION"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Me"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizations: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's organizations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "organizations": [
+                     *         {
+                     *           "id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "name": "ada@acme.example",
+                     *           "personal": true,
+                     *           "role": "owner",
+                     *           "created_at": "2026-11-24T12:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *           "name": "Acme research",
+                     *           "personal": false,
+                     *           "role": "admin",
+                     *           "created_at": "2026-11-25T09:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOrganization: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+                /**
+                 * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
+                 *     with the same request (operation, path and body bytes) within 24 hours answers the first
+                 *     response again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`,
+                 *     and creates nothing: a double-clicked "Buy credits" makes one checkout session. Keys are
+                 *     scoped to the credential's owner. The same key with another request → 422 naming this
+                 *     header (`type: idempotency_key_reused`); while the first request is still in flight → 409
+                 *     with `Retry-After`. Only a 2xx is kept: after an error the key is free again. Kept
+                 *     responses are stored encrypted, since they may hold a created key or secret.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Acme research"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OrganizationCreate"];
+            };
+        };
+        responses: {
+            /** @description The organization, with the caller as its owner. */
+            201: {
+                headers: {
+                    /** @description Where the organization is (`GET /api/orgs/{org_id}`). */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *       "name": "Acme research",
+                     *       "personal": false,
+                     *       "role": "owner",
+                     *       "created_at": "2026-11-25T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["IdempotencyKeyInFlight"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the organization; one you are not a member of → 404, as for one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *       "name": "Acme research",
+                     *       "personal": false,
+                     *       "role": "admin",
+                     *       "created_at": "2026-11-25T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the organization; one you are not a member of → 404, as for one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization is deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description A personal organization, or one that still holds conversations; nothing was deleted. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This organization holds 3 conversations; it can only be deleted when it holds none"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the organization; one you are not a member of → 404, as for one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Acme research lab"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OrganizationUpdate"];
+            };
+        };
+        responses: {
+            /** @description The organization, renamed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *       "name": "Acme research lab",
+                     *       "personal": false,
+                     *       "role": "admin",
+                     *       "created_at": "2026-11-25T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrganizationMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the organization; one you are not a member of → 404, as for one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The members. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "members": [
+                     *         {
+                     *           "user_id": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "email": "ada@acme.example",
+                     *           "role": "owner",
+                     *           "joined_at": "2026-11-25T09:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "user_id": "7c2d9e14-8a3b-4f6c-9d1e-2b3a4c5d6e7f",
+                     *           "email": "bob@acme.example",
+                     *           "role": "viewer",
+                     *           "joined_at": "2026-11-26T10:30:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationMemberList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeOrganizationMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the organization; one you are not a member of → 404, as for one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+                /**
+                 * @description Id of the member (from `GET /api/orgs/{org_id}/members`).
+                 * @example 7c2d9e14-8a3b-4f6c-9d1e-2b3a4c5d6e7f
+                 */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The member is removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The organization's last owner cannot be removed or demoted; nothing changed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "ada@acme.example is this organization's last owner; make another member owner first"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOrganizationMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the organization; one you are not a member of → 404, as for one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+                /**
+                 * @description Id of the member (from `GET /api/orgs/{org_id}/members`).
+                 * @example 7c2d9e14-8a3b-4f6c-9d1e-2b3a4c5d6e7f
+                 */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "role": "member"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OrganizationMemberUpdate"];
+            };
+        };
+        responses: {
+            /** @description The member with their new role. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user_id": "7c2d9e14-8a3b-4f6c-9d1e-2b3a4c5d6e7f",
+                     *       "email": "bob@acme.example",
+                     *       "role": "member",
+                     *       "joined_at": "2026-11-26T10:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationMember"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The organization's last owner cannot be removed or demoted; nothing changed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "ada@acme.example is this organization's last owner; make another member owner first"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listInvitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the organization; one you are not a member of → 404, as for one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pending invitations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "invitations": [
+                     *         {
+                     *           "id": "3e9a1c7b-2d4f-4a6e-8b0c-1d2e3f4a5b6c",
+                     *           "org_id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *           "email": "bob@acme.example",
+                     *           "role": "member",
+                     *           "invited_by": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *           "created_at": "2026-11-26T10:00:00.000Z",
+                     *           "expires_at": "2026-12-03T10:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InvitationList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry (IETF draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing (a UUID, say), bare or as a structured-field string (`"…"`). The same key
+                 *     with the same request (operation, path and body bytes) within 24 hours answers the first
+                 *     response again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`,
+                 *     and creates nothing: a double-clicked "Buy credits" makes one checkout session. Keys are
+                 *     scoped to the credential's owner. The same key with another request → 422 naming this
+                 *     header (`type: idempotency_key_reused`); while the first request is still in flight → 409
+                 *     with `Retry-After`. Only a 2xx is kept: after an error the key is free again. Kept
+                 *     responses are stored encrypted, since they may hold a created key or secret.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Id of the organization; one you are not a member of → 404, as for one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "bob@acme.example",
+                 *       "role": "member"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InvitationCreate"];
+            };
+        };
+        responses: {
+            /** @description The invitation, with its token shown this once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3e9a1c7b-2d4f-4a6e-8b0c-1d2e3f4a5b6c",
+                     *       "org_id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *       "email": "bob@acme.example",
+                     *       "role": "member",
+                     *       "invited_by": "0b8f6c2e-4d1a-4c53-9a57-6f0a5b1d2e3f",
+                     *       "created_at": "2026-11-26T10:00:00.000Z",
+                     *       "expires_at": "2026-12-03T10:00:00.000Z",
+                     *       "token": "apin_Vt3kQ9xZ2mN8bR4yL6wE1aS7dF0gH5jK2lP9oI3uY8t"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedInvitation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /**
+             * @description A personal organization, an address that is already a member or already has a pending
+             *     invitation here; nothing was stored. Or a request with the same `Idempotency-Key` is still in
+             *     flight (with `Retry-After`).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "bob@acme.example already has a pending invitation to this organization; revoke it first"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the organization; one you are not a member of → 404, as for one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+                /**
+                 * @description Id of the invitation (from `GET /api/orgs/{org_id}/invitations`).
+                 * @example 3e9a1c7b-2d4f-4a6e-8b0c-1d2e3f4a5b6c
+                 */
+                invitation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation is revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The organization an access token acts in for this request (docs/organizations.md); without it, the
+                 *     user's default organization (`default_org_id` of `getMe`, their personal one unless they chose
+                 *     another). Everything the request reads is that organization's, and everything it creates belongs to
+                 *     it. An organization the caller is not a member of, or that does not exist, → 403 (the same answer
+                 *     for both, so ids do not leak); not a UUID → 422. A session API key always acts in the organization
+                 *     it was created in: another `X-Org-Id` → 403.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                "X-Org-Id"?: components["parameters"]["OrgIdHeader"];
+            };
+            path: {
+                /**
+                 * @description The invitation's token, as `createInvitation` answered it.
+                 * @example apin_Vt3kQ9xZ2mN8bR4yL6wE1aS7dF0gH5jK2lP9oI3uY8t
+                 */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization joined, with the caller's role there. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60",
+                     *       "name": "Acme research",
+                     *       "personal": false,
+                     *       "role": "member",
+                     *       "created_at": "2026-11-25T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The invitation is for another e-mail address than the caller's. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This invitation is for another e-mail address; sign in as the person it was sent to"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No invitation has this token. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No invitation has this token; check the link you were given"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The invitation was revoked, has expired, or was accepted by someone else. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This invitation expired at 2026-12-03T10:00:00.000Z; ask for a new one"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];

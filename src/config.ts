@@ -71,6 +71,8 @@ export interface Config {
   readonly webhookEventCompatibility: WebhookEventCompatibility;
   /** How long a verified credential is trusted without asking the database again. */
   readonly credentialCacheTtlMs: number;
+  /** How long an invitation to an organization can be accepted (`INVITATION_TTL_DAYS`). */
+  readonly invitationTtlDays: number;
   /** Time given to in-flight requests on SIGTERM/SIGINT before the process gives up on them. */
   readonly shutdownGraceMs: number;
 
@@ -345,6 +347,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxValidationErrors: integer(env, 'MAX_VALIDATION_ERRORS', 100, 1, 10_000),
     webhookEventCompatibility: webhookEventCompatibilityOf(env.WEBHOOK_EVENT_COMPATIBILITY?.trim()),
     credentialCacheTtlMs,
+    invitationTtlDays: integer(env, 'INVITATION_TTL_DAYS', 7, 1, 90),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
 
     // Issue-tracker workspaces

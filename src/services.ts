@@ -13,6 +13,7 @@ import { OrganizationAdministration } from './organizations/organization-adminis
 import { LiveStreams } from './live/live-streams.ts';
 import { StreamTickets } from './live/stream-tickets.ts';
 import { Metrics } from './observability/metrics.ts';
+import { OrganizationService } from './organizations/organization-service.ts';
 import { DeliveryWorker } from './outbound/delivery-worker.ts';
 import { IngestPressure } from './outbound/ingest-pressure.ts';
 import { PgBossOutboundQueue } from './outbound/outbound-queue.ts';
@@ -63,6 +64,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     search: new SearchService(orm.em),
     searchIndexer: new SearchIndexer(orm.em, config.search, logger, metrics.outageObserver, ingestPressure),
     identity: new IdentityService(orm.em),
+    organizations: new OrganizationService(orm.em, config.invitationTtlDays),
     conversationInfos: new ConversationInfoService(orm.em, logger, (outcome) => observeSpend(outcome, metrics, logger)),
     spend: new SpendService(orm.em),
     budgets: new BudgetService(orm.em),

@@ -1,14 +1,16 @@
 import createClient, { type Middleware } from 'openapi-fetch';
 import type { components, paths } from '../../generated/openapi.ts';
-import { accessToken, signOut } from './session.ts';
+import { accessToken, chosenOrg, signOut } from './session.ts';
 
 export type Schemas = components['schemas'];
 
-/** Sends the tab's access token; a 401 anywhere signs the user out with a sentence. */
+/** Sends the tab's access token and the organization chosen in it; a 401 anywhere signs the user out with a sentence. */
 const credentials: Middleware = {
   onRequest({ request }) {
     const token = accessToken();
-    if (token) request.headers.set('X-Access-Token', token);
+    if (token && !request.headers.has('X-Access-Token')) request.headers.set('X-Access-Token', token);
+    const org = chosenOrg();
+    if (org && token) request.headers.set('X-Org-Id', org);
     return request;
   },
   onResponse({ response }) {

@@ -1,7 +1,7 @@
 /** Routes live in the URL fragment (`#/conversations/{id}`), so the server serves one page at `/`. */
 
 export interface Route {
-  readonly page: 'conversations' | 'conversation' | 'usage' | 'account' | 'webhook-endpoint' | 'admin' | 'not-found';
+  readonly page: 'conversations' | 'conversation' | 'usage' | 'account' | 'webhook-endpoint' | 'admin' | 'members' | 'invitation' | 'not-found';
   readonly id?: string;
   /** An event to open the conversation at (`#/conversations/{id}/events/{seq}`). */
   readonly seq?: number;
@@ -20,6 +20,8 @@ export function currentRoute(): Route {
   if (parts[0] === 'account' && parts.length === 1) return { page: 'account', query };
   if (parts[0] === 'webhook-endpoints' && parts.length === 2) return { page: 'webhook-endpoint', id: parts[1], query };
   if (parts[0] === 'admin' && parts.length === 1) return { page: 'admin', query };
+  if (parts[0] === 'members' && parts.length === 1) return { page: 'members', query };
+  if (parts[0] === 'invitations' && parts.length === 2) return { page: 'invitation', id: parts[1], query };
   return { page: 'not-found', query };
 }
 

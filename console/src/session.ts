@@ -1,6 +1,8 @@
 /** The access token of this tab: kept in sessionStorage only, cleared on sign-out. */
 
 const KEY = 'console.accessToken';
+/** The organization the console acts in (sent as `X-Org-Id`); absent: the user's default. */
+const ORG_KEY = 'console.orgId';
 let signedOutReason: string | undefined;
 const listeners = new Set<() => void>();
 
@@ -14,9 +16,27 @@ export function signIn(token: string): void {
   for (const listener of listeners) listener();
 }
 
+/** The organization chosen in this tab, if any. */
+export function chosenOrg(): string | null {
+  return sessionStorage.getItem(ORG_KEY);
+}
+
+/** Acts in `orgId` from now on in this tab (null: the user's default); every page is drawn again. */
+export function chooseOrg(orgId: string | null): void {
+  if (orgId) sessionStorage.setItem(ORG_KEY, orgId);
+  else sessionStorage.removeItem(ORG_KEY);
+  for (const listener of listeners) listener();
+}
+
+/** Forgets the organization chosen in this tab, without drawing again (it was not one of the user's any more). */
+export function forgetChosenOrg(): void {
+  sessionStorage.removeItem(ORG_KEY);
+}
+
 /** Forgets the token; `reason` is the sentence the sign-in page shows next. */
 export function signOut(reason?: string): void {
   sessionStorage.removeItem(KEY);
+  sessionStorage.removeItem(ORG_KEY);
   signedOutReason = reason;
   for (const listener of listeners) listener();
 }

@@ -10,6 +10,7 @@ import { healthHandlers } from './handlers/health.ts';
 import { liveHandlers } from './handlers/live.ts';
 import { operationsHandlers } from './handlers/operations.ts';
 import { organizationAdministrationHandlers } from './handlers/organization-administration.ts';
+import { organizationHandlers } from './handlers/organizations.ts';
 import { outboundWebhookHandlers } from './handlers/outbound-webhooks.ts';
 import { refusedDeliveryHandlers } from './handlers/refused-deliveries.ts';
 import { sharingHandlers } from './handlers/sharing.ts';
@@ -33,7 +34,8 @@ export function operationHandlers(services: Services, replay: WebhookReplayer): 
     ...searchHandlers(services.search),
     ...verifiedModelHandlers(services.verifiedModels),
     ...superAdminHandlers(services.identity),
-    ...accountHandlers(services.identity),
+    ...accountHandlers(services.identity, services.organizations),
+    ...organizationHandlers(services.organizations),
     ...userHandlers(services.identity),
     ...auditHandlers(services.audit),
     ...organizationAdministrationHandlers(services.organizationAdministration),

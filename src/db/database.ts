@@ -41,6 +41,7 @@ import { Migration20261127211000_usage_members } from './migrations/Migration202
 import { Migration20261127223000_workspace_organizations } from './migrations/Migration20261127223000_workspace_organizations.ts';
 import { Migration20261127221000_budgets } from './migrations/Migration20261127221000_budgets.ts';
 import { Migration20261127222000_audit_log_org } from './migrations/Migration20261127222000_audit_log_org.ts';
+import { Migration20261127220000_organization_invitations } from './migrations/Migration20261127220000_organization_invitations.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
 import { applyFunctionScripts } from './function-scripts.ts';
@@ -81,6 +82,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127210000_organizations', class: Migration20261127210000_organizations },
   { name: 'Migration20261127210500_refusal_senders', class: Migration20261127210500_refusal_senders },
   { name: 'Migration20261127211000_usage_members', class: Migration20261127211000_usage_members },
+  { name: 'Migration20261127220000_organization_invitations', class: Migration20261127220000_organization_invitations },
   { name: 'Migration20261127221000_budgets', class: Migration20261127221000_budgets },
   { name: 'Migration20261127222000_audit_log_org', class: Migration20261127222000_audit_log_org },
   { name: 'Migration20261127223000_workspace_organizations', class: Migration20261127223000_workspace_organizations },

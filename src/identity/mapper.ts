@@ -10,8 +10,11 @@ export function toSuperAdminView(user: User): Schemas['SuperAdmin'] {
   return { user_id: user.id, email: user.email };
 }
 
-/** The caller's account (`GET /api/me`). */
-export function toMeView(user: User): Schemas['Me'] {
+/** What `GET /api/me` says of the organizations (see `toMeOrganizationsView`). */
+type MeOrganizationFields = 'organizations' | 'default_org_id' | 'org_id' | 'org_role' | 'org_permissions';
+
+/** The caller's account (`GET /api/me`), without its organizations. */
+export function toMeView(user: User): Omit<Schemas['Me'], MeOrganizationFields> {
   return {
     user_id: user.id,
     email: user.email,

@@ -10,10 +10,10 @@ export type TracedContext = ParameterizedContext<{ operationId?: string; userId?
 /** A caller's own X-Request-Id is kept (and logged) only if it looks like an id. */
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
 
-/** A share-link token in a path is a capability: the access log keeps its first characters (the owner's `token_hint`). */
-const SHARE_TOKEN = /(apsh_[A-Za-z0-9_-]{4})[A-Za-z0-9_-]*/g;
-/** The operations whose path holds a share-link token; unmatched paths are masked too (a mistyped link). */
-const SHARE_TOKEN_OPERATIONS: ReadonlySet<string | undefined> = new Set([undefined, UNMATCHED_OPERATION, 'getSharePage', 'getSharedConversation', 'listSharedEvents']);
+/** A share-link or invitation token in a path is a capability: the access log keeps its first characters (the owner's `token_hint`). */
+const SHARE_TOKEN = /((?:apsh|apin)_[A-Za-z0-9_-]{4})[A-Za-z0-9_-]*/g;
+/** The operations whose path holds such a token; unmatched paths are masked too (a mistyped link). */
+const SHARE_TOKEN_OPERATIONS: ReadonlySet<string | undefined> = new Set([undefined, UNMATCHED_OPERATION, 'getSharePage', 'getSharedConversation', 'listSharedEvents', 'acceptInvitation']);
 
 /** `path` as the access log writes it: a share-link token cut to its hint (looked for only where one can be: not on the webhook's path). */
 function loggedPath(path: string, operationId: string | undefined): string {

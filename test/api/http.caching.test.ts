@@ -105,6 +105,10 @@ describe('caching: Cache-Control no-store on what a credential opened', function
         const endpoint = await as('post', '/api/v1/webhook-endpoints', { url: 'https://hooks.example.com/rotate' });
         return as('post', `/api/v1/webhook-endpoints/${endpoint.body.id}/rotate-secret`, {});
       },
+      createInvitation: async () => {
+        const org = await as('post', '/api/orgs', { name: 'Caching' });
+        return as('post', `/api/orgs/${org.body.id}/invitations`, { email: `invited-${randomUUID()}@example.com`, role: 'member' });
+      },
       createStreamTicket: async () => {
         const conversationId = randomUUID();
         await client.request.post(`/api/v1/webhooks/events/${conversationId}`).set('X-Session-API-Key', admin.sessionApiKey).send([{ kind: 'PauseEvent' }]).expect(200);
@@ -116,7 +120,7 @@ describe('caching: Cache-Control no-store on what a credential opened', function
       expect(succeed, `${operationId} carries a secret: add how it succeeds to this test`).to.be.a('function');
       const response = await succeed!();
       expect(response.status, `${operationId}: ${response.text}`).to.be.within(200, 299);
-      for (const field of ['secret', 'ticket']) if (typeof response.body[field] === 'string') rememberSecret(response.body[field]);
+      for (const field of ['secret', 'ticket', 'token']) if (typeof response.body[field] === 'string') rememberSecret(response.body[field]);
       expect(response.headers['cache-control'], operationId).to.equal('no-store');
     }
   });

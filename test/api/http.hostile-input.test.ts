@@ -113,7 +113,7 @@ describe('hostile input: every operation, nothing gives a 5xx', function () {
   function pathValue(parameter: SpecParameter): string {
     if (parameter.name === 'conversation_id') return conversationId;
     if (parameter.name === 'model_id') return String(modelId);
-    // An organization that exists (a super admin acts as an owner in any): an unknown one is a 404 before any validation.
+    // An organization that exists (the caller's personal one): else the scope's 404 comes before validation.
     if (parameter.name === 'org_id') return admin.orgId;
     const schema = parameter.schema ?? {};
     if (schema.format === 'uuid') return randomUUID();

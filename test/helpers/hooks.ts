@@ -82,6 +82,7 @@ export const TABLES = [
   'conversations',
   'verified_models',
   'credentials',
+  'organization_invitations',
   'organization_members',
   'organizations',
   'users',

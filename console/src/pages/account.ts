@@ -1,6 +1,7 @@
 import { api, describeError, type Schemas } from '../api.ts';
 import { badge, h, money, notice, replace, time } from '../dom.ts';
 import type { Page } from '../main.ts';
+import { can, me } from '../me.ts';
 import { showKeys } from './keys.ts';
 import { showSpend } from './spend.ts';
 import { showBudget } from './budget.ts';
@@ -16,16 +17,21 @@ export const accountPage: Page = (main) => {
   const endpoints = h('section', { class: 'card stack', 'aria-labelledby': 'endpoints-title' });
   const who = h('p', { class: 'hint', id: 'me' });
   replace(main, h('div', { class: 'page-head' }, h('h1', null, 'Account'), who), h('div', { class: 'grid' }, credits, spend, budget), h('div', { class: 'stack' }, keys, endpoints, workspace));
-  void api.GET('/api/me').then(({ data }) => data && replace(who, `Signed in as ${data.email}`, data.is_super_admin ? ' · super admin' : ''));
-  void showCredits(credits);
-  void showSpend(spend);
-  void showBudget(budget);
-  void showKeys(keys);
-  void showWorkspace(workspace);
-  void showWebhookEndpoints(endpoints);
+  // Each section only for a role that may see it in the organization acted in (a viewer sees none).
+  void me().then((data) => {
+    if (!data) return;
+    replace(who, `Signed in as ${data.email}`, data.is_super_admin ? ' · super admin' : '');
+    const show = (section: HTMLElement, permission: Schemas['OrgPermission'], draw: () => Promise<void>) => (can(data, permission) ? void draw() : section.remove());
+    show(credits, 'VIEW_BILLING', () => showCredits(credits, can(data, 'MANAGE_BILLING')));
+    show(spend, 'VIEW_BILLING', () => showSpend(spend));
+    show(budget, 'VIEW_BILLING', () => showBudget(budget));
+    show(keys, 'MANAGE_OWN_KEYS', () => showKeys(keys));
+    show(workspace, 'USE_WORKSPACES', () => showWorkspace(workspace));
+    show(endpoints, 'MANAGE_WEBHOOK_ENDPOINTS', () => showWebhookEndpoints(endpoints));
+  });
 };
 
-async function showCredits(section: HTMLElement): Promise<void> {
+async function showCredits(section: HTMLElement, mayBuy: boolean): Promise<void> {
   replace(section, h('h2', { id: 'credits-title' }, 'Credits'), h('p', { class: 'hint' }, 'Loading…'));
   const { data, error, response } = await api.GET('/api/billing/credits', { params: { query: { limit: 20 } } });
   if (!data) return replace(section, h('h2', { id: 'credits-title' }, 'Credits'), notice(describeError(error, response.status), 'error'));
@@ -58,8 +64,8 @@ async function showCredits(section: HTMLElement): Promise<void> {
       h('div', null, h('dt', null, 'Spent by your agents'), h('dd', { id: 'spent' }, money(data.spent_usd, data.spent_micro_usd))),
     ),
     data.overdrawn ? notice('Your balance is below zero: buy credits to keep your agents running.', 'error') : null,
-    buy,
-    message,
+    mayBuy ? buy : null,
+    mayBuy ? message : null,
     h('h3', null, 'Recent checkouts'),
     data.sessions.length ? sessionsTable(data.sessions) : h('p', { class: 'empty' }, 'No checkouts yet.'),
   );

@@ -1,23 +1,12 @@
 import { api, describeError, type Schemas } from '../api.ts';
 import { formatMoney, h, money, notice, replace } from '../dom.ts';
-import { accessToken } from '../session.ts';
+import { me } from '../me.ts';
 
 type Budget = Schemas['OrganizationBudget'];
 
-/**
- * The organization the console acts in: the caller's default (`default_org_id` once `/api/me` carries it),
- * else their personal one, whose id is their user id. Learned once per sign-in.
- */
-let actingOrg: { token: string | null; id: Promise<string | undefined> } | undefined;
-export function actingOrgId(): Promise<string | undefined> {
-  if (actingOrg?.token !== accessToken()) {
-    const id = api.GET('/api/me').then(
-      ({ data }) => (data ? ((data as { default_org_id?: string | null }).default_org_id ?? data.user_id) : undefined),
-      () => undefined,
-    );
-    actingOrg = { token: accessToken(), id };
-  }
-  return actingOrg!.id;
+/** The organization the console acts in (the switcher's choice, else the default): `org_id` of `/api/me`. */
+async function actingOrgId(): Promise<string | undefined> {
+  return (await me())?.org_id;
 }
 
 /** Reads the budget of the organization the console acts in; undefined (with why) when it cannot. */

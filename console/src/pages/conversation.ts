@@ -1,5 +1,6 @@
 import { api, describeError, type Schemas } from '../api.ts';
 import { badge, h, money, notice, replace, time } from '../dom.ts';
+import { can, me } from '../me.ts';
 import type { Page } from '../main.ts';
 import { duration } from '../viewer/cards/common.ts';
 import { PAGE, ViewerFeed } from '../viewer/feed.ts';
@@ -42,7 +43,7 @@ export const conversationPage: Page = (main, route) => {
     replace(
       header,
       h('p', { class: 'crumbs' }, h('a', { href: '#/conversations' }, '← Conversations')),
-      h('div', { class: 'title-line' }, h('h1', { id: 'conversation-title' }, title), status, connection, h('div', { class: 'head-actions' }, renameButton(conversation), shareButton(), exportButton())),
+      h('div', { class: 'title-line' }, h('h1', { id: 'conversation-title' }, title), status, connection, actions(conversation)),
       h(
         'dl',
         { class: 'facts' },
@@ -71,6 +72,13 @@ export const conversationPage: Page = (main, route) => {
     // The first event's own time once it is loaded; until then, when the conversation was created.
     replace(started, Number.isFinite(startMs) ? time(new Date(startMs).toISOString()) : '–');
     replace(runTime, lastMs !== undefined && Number.isFinite(startMs) ? h('span', { title: rows.timeOf(1) === undefined ? 'From when the conversation was created' : 'From the first event to the last' }, duration(lastMs - startMs)) : '–');
+  }
+
+  /** Export for everyone who reads; Rename and Share only for a role that writes conversations (`WRITE_CONVERSATIONS`). */
+  function actions(shown: Conversation): HTMLElement {
+    const holder = h('div', { class: 'head-actions' }, exportButton());
+    void me().then((user) => can(user, 'WRITE_CONVERSATIONS') && holder.prepend(renameButton(shown), shareButton()));
+    return holder;
   }
 
   /** Rename: the title becomes a field with Save and Cancel. */

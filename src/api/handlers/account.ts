@@ -1,6 +1,9 @@
 import type { components, operations } from '../../../generated/openapi.ts';
 import type { IdentityService } from '../../identity/identity-service.ts';
 import { toCreatedKeyView, toKeyView, toMeView, toOrgKeyView } from '../../identity/mapper.ts';
+import type { Principal } from '../../identity/authenticator.ts';
+import type { OrganizationService } from '../../organizations/organization-service.ts';
+import { toMeOrganizationsView } from '../../organizations/mapper.ts';
 import { principalOf, respond, type OperationHandlers } from '../context.ts';
 
 type KeyCreate = components['schemas']['KeyCreate'];
@@ -8,11 +11,20 @@ type KeyPath = operations['revokeKey']['parameters']['path'];
 type OrgKeyPath = operations['revokeOrganizationKey']['parameters']['path'];
 
 /** Handlers of the `account` tag: the caller's own account and keys, and an organization's keys for its admins. */
-export function accountHandlers(identity: IdentityService): OperationHandlers {
+export function accountHandlers(identity: IdentityService, organizations: OrganizationService): OperationHandlers {
+  const meOf = async (principal: Principal): Promise<components['schemas']['Me']> => {
+    const [user, memberships] = await Promise.all([identity.getUser(principal.userId), organizations.membershipsOf(principal.userId)]);
+    return { ...toMeView(user), ...toMeOrganizationsView(memberships, principal) };
+  };
   return {
     async getMe(operation, ctx) {
-      const user = await identity.getUser(principalOf(operation).userId);
-      respond<components['schemas']['Me']>(ctx, 200, toMeView(user));
+      respond<components['schemas']['Me']>(ctx, 200, await meOf(principalOf(operation)));
+    },
+    async updateMe(operation, ctx) {
+      const principal = principalOf(operation);
+      const body = operation.request.requestBody as components['schemas']['MeUpdate'];
+      await organizations.setDefault(principal.userId, body.default_org_id?.toLowerCase() ?? null);
+      respond<components['schemas']['Me']>(ctx, 200, await meOf(principal));
     },
     async listKeys(operation, ctx) {
       const principal = principalOf(operation);
