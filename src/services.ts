@@ -99,7 +99,7 @@ export type Services = ReturnType<typeof buildServices>;
 function observeSpend(outcome: ChargeOutcome, metrics: Metrics, logger: Logger): void {
   metrics.recordSpend(outcome.chargedMicroUsd, outcome.depleted !== undefined);
   if (!outcome.depleted) return;
-  const { userId, conversationId, balanceMicroUsd } = outcome.depleted;
+  const { orgId, conversationId, balanceMicroUsd } = outcome.depleted;
   // The `billing.balance_depleted` outbound message was stored with the charge (chargeConversationSpend).
-  logger.warn({ userId, conversationId, balanceMicroUsd: balanceMicroUsd.toString() }, 'balance depleted: spend took it below zero');
+  logger.warn({ orgId, conversationId, balanceMicroUsd: balanceMicroUsd.toString() }, 'balance depleted: spend took it below zero');
 }

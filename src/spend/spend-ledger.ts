@@ -18,9 +18,9 @@ export interface UsageCost {
   llmCalls: bigint | undefined;
 }
 
-/** A user's balance went below zero with this charge. */
+/** An organization's balance went below zero with this charge. */
 export interface BalanceDepleted {
-  userId: string;
+  orgId: string;
   conversationId: string;
   balanceMicroUsd: bigint;
 }
@@ -193,7 +193,7 @@ export async function chargeConversationSpend(
     spent_micro_usd: microUsdNumberOf(spent),
   };
   await queries.enqueueBalanceDepleted(trx, ownerId, data);
-  return { chargedMicroUsd: total, depleted: { userId: ownerId, conversationId, balanceMicroUsd: after } };
+  return { chargedMicroUsd: total, depleted: { orgId: ownerId, conversationId, balanceMicroUsd: after } };
 }
 
 /** The increases of one post, summed per model (one row each: an upsert cannot touch a row twice), added to today's usage. */

@@ -39,13 +39,13 @@ export class SpendService {
   constructor(private readonly em: EntityManager) {}
 
   /** The organization's charges in `[since, until)` (of one member when asked), grouped, one page, with the totals of the range. */
-  async report(userId: string, query: SpendQuery): Promise<SpendReport> {
+  async report(orgId: string, query: SpendQuery): Promise<SpendReport> {
     const since = instantOf('since', query.since);
     const until = instantOf('until', query.until);
     if (since !== undefined && until !== undefined && Date.parse(since) >= Date.parse(until)) {
       throw new InvalidInputError('Value error, until must be later than since', ['query', 'until'], 'value_error', query.until);
     }
-    const range = { ownerId: userId, since, until, memberId: query.memberId };
+    const range = { ownerId: orgId, since, until, memberId: query.memberId };
     const totals = await queries.spendTotals(this.em, query.groupBy, range);
     const rows = await queries.spendGroups(this.em, query.groupBy, range, query);
     const keys = rows.map((row) => row.key);

@@ -51,9 +51,9 @@ export function usageRange(query: Pick<UsageQuery, 'since' | 'until'>, now = Dat
 export class UsageService {
   constructor(private readonly em: EntityManager) {}
 
-  /** The caller's usage in a range of UTC days, grouped, with the totals of the range. */
-  async report(userId: string, query: UsageQuery): Promise<UsageReport> {
-    const range = { ownerId: userId, ...usageRange(query) };
+  /** The organization's usage in a range of UTC days, grouped, with the totals of the range. */
+  async report(orgId: string, query: UsageQuery): Promise<UsageReport> {
+    const range = { ownerId: orgId, ...usageRange(query) };
     const { rows, totals } = await queries.usageReport(this.em, query.groupBy, range, query.groupBy === 'day' ? MAX_DAYS : query.limit);
     const labels = await this.labels(query.groupBy, rows.map((row) => row.key));
     return toUsageReport({ groupBy: query.groupBy, since: range.since, until: range.until, limit: query.limit }, totals, rows, labels);
