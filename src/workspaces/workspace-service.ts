@@ -96,6 +96,7 @@ export class WorkspaceService {
         action: created ? 'workspace.registered' : 'workspace.updated',
         targetType: 'workspace',
         targetId: workspace.id,
+        orgId: workspace.ownerId,
         // The secrets were replaced too; what they are is never written here.
         summary: { name: workspace.name, svc_acc_email: workspace.svcAccEmail, is_active: workspace.isActive, secrets_replaced: true },
       });
@@ -147,6 +148,7 @@ export class WorkspaceService {
         action: 'workspace.unlinked',
         targetType: 'workspace',
         targetId: link.workspace.id,
+        orgId: link.workspace.ownerId,
         summary: { user_id: userId, name: link.workspace.name },
       });
     });
@@ -166,6 +168,7 @@ export class WorkspaceService {
           action: isActive ? 'workspace.activated' : 'workspace.deactivated',
           targetType: 'workspace',
           targetId: workspace.id,
+          orgId: workspace.ownerId,
           summary: { name: workspace.name },
         });
       }
@@ -257,6 +260,7 @@ export class WorkspaceService {
         action: 'workspace.linked',
         targetType: 'workspace',
         targetId: workspace.id,
+        orgId: workspace.ownerId,
         summary: { user_id: userId, name: workspace.name },
       });
     }

@@ -374,3 +374,31 @@ describe('organizations: organizations, members and invitations', () => {
     });
   });
 });
+
+describe("a session API key in an organization acts with no more than its maker's role", () => {
+  let client: TestApp;
+  before(async () => {
+    // No credential cache: the role change is seen by the very next request.
+    client = await createTestApp({ credentialCacheTtlMs: 0 });
+  });
+
+  it('posts events as a member, and only reads once its maker is a viewer', async () => {
+    const owner = await createUserFixture();
+    const maker = await createUserFixture();
+    const orgId = (await client.request.post('/api/orgs').set('X-Access-Token', owner.accessToken).send({ name: 'Runtime team' }).expect(201)).body.id as string;
+    await query('insert into organization_members (org_id, user_id, role) values (?, ?, ?)', [orgId, maker.userId, 'member']);
+    const created = await client.request.post('/api/keys').set('X-Access-Token', maker.accessToken).set('X-Org-Id', orgId).send({ kind: 'session_api_key', name: 'runtime' }).expect(201);
+    rememberSecret(created.body.secret);
+    const key = created.body.secret as string;
+    const conversationId = randomUUID();
+    const post = (id: string) =>
+      client.request.post(`/api/v1/webhooks/events/${conversationId}`).set('X-Session-API-Key', key).send([minimalEvent('MessageEvent', { id })]);
+
+    await post('e1').expect(200);
+    await client.request.patch(`/api/orgs/${orgId}/members/${maker.userId}`).set('X-Access-Token', owner.accessToken).send({ role: 'viewer' }).expect(200);
+    const refused = await post('e2').expect(403);
+    expect(refused.body.detail).to.include('(viewer)');
+    const events = await client.request.get(`/api/v1/conversations/${conversationId}/events`).set('X-Session-API-Key', key).expect(200);
+    expect(events.body.items.map((event: { id: string }) => event.id)).to.deep.equal(['e1']);
+  });
+});
