@@ -1844,11 +1844,10 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Remove a member, or leave
-         * @description Removes a member from the organization. Any member may remove themself (leave); removing someone
-         *     else needs `MANAGE_MEMBERS` (owners and admins), and removing an owner needs `MANAGE_OWNERS`
-         *     (owners), else 403. The last owner cannot be removed or leave (409): make another member owner
-         *     first. Their session API keys for this organization stop working; what they created stays the
+         * Remove a member
+         * @description Removes a member from the organization (owners and admins); removing an owner needs
+         *     `MANAGE_OWNERS` (owners), else 403. To leave, any member calls `leaveOrganization`. The last owner
+         *     cannot be removed (409): make another member owner first. Their session API keys for this organization stop working; what they created stays the
          *     organization's. A user who is not a member → 404. Appends `organization_member.removed` to the
          *     audit log.
          */
@@ -1864,6 +1863,30 @@ export interface paths {
          *     `CREDENTIAL_CACHE_TTL_MS`.
          */
         patch: operations["updateOrganizationMember"];
+        trace?: never;
+    };
+    "/api/orgs/{org_id}/membership": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Leave an organization
+         * @description The caller stops being a member (any role may leave). The last owner cannot leave (409): make
+         *     another member owner first; a personal organization cannot be left (409). The caller's session API
+         *     keys for this organization stop working; what they created stays the organization's, and a default
+         *     organization left falls back to the personal one. Appends `organization_member.removed` (with
+         *     `left: true`) to the audit log.
+         */
+        delete: operations["leaveOrganization"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/orgs/{org_id}/invitations": {
@@ -11536,6 +11559,50 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    leaveOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the organization; one you are not a member of → 404, as for one that does not exist.
+                 * @example 5f0c8a52-7d0e-4f43-8f5e-2c1b9a3d4e60
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller has left the organization. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The caller is the organization's last owner, or it is their personal organization; nothing changed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "ada@acme.example is this organization's last owner; make another member owner first"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];

@@ -49,7 +49,7 @@ const VOLATILE = new Set(['last_used_at', 'indexed_through']);
 
 /** Fields a newer contract adds to a response (additions are compatible; nothing else may differ). */
 const ADDED_SINCE: Record<string, string[]> = {
-  '/api/me': ['organizations', 'default_org_id'],
+  '/api/me': ['organizations', 'default_org_id', 'org_id', 'org_role', 'org_permissions'],
   // Spend rows name the member who spent (null: charged before members were recorded).
   '/api/billing/spend': ['member_id', 'email'],
 };

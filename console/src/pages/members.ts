@@ -141,9 +141,12 @@ function roleSelect(member: Schemas['OrganizationMember'], user: Me, owners: boo
 }
 
 async function removeMember(user: Me, member: Schemas['OrganizationMember'], section: HTMLElement): Promise<string | undefined> {
-  const { response, error } = await api.DELETE('/api/orgs/{org_id}/members/{user_id}', { params: { path: { org_id: user.org_id, user_id: member.user_id } } });
+  const leaving = member.user_id === user.user_id;
+  const { response, error } = leaving
+    ? await api.DELETE('/api/orgs/{org_id}/membership', { params: { path: { org_id: user.org_id } } })
+    : await api.DELETE('/api/orgs/{org_id}/members/{user_id}', { params: { path: { org_id: user.org_id, user_id: member.user_id } } });
   if (!response.ok) return describeError(error, response.status);
-  if (member.user_id === user.user_id) {
+  if (leaving) {
     // Left: back to the default organization.
     switchOrg(user.default_org_id === user.org_id ? user.user_id : user.default_org_id);
     return undefined;

@@ -47,6 +47,11 @@ export function organizationHandlers(organizations: OrganizationService): Operat
       await organizations.removeMember(principalOf(operation), user_id.toLowerCase());
       ctx.status = 204;
     },
+    async leaveOrganization(operation, ctx) {
+      const principal = principalOf(operation);
+      await organizations.removeMember(principal, principal.userId);
+      ctx.status = 204;
+    },
     async createInvitation(operation, ctx) {
       const body = operation.request.requestBody as Schemas['InvitationCreate'];
       const issued = await organizations.invite(principalOf(operation), body.email, body.role);
