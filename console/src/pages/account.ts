@@ -24,7 +24,7 @@ export const accountPage: Page = (main) => {
     const show = (section: HTMLElement, permission: Schemas['OrgPermission'], draw: () => Promise<void>) => (can(data, permission) ? void draw() : section.remove());
     show(credits, 'VIEW_BILLING', () => showCredits(credits, can(data, 'MANAGE_BILLING')));
     show(spend, 'VIEW_BILLING', () => showSpend(spend));
-    show(budget, 'VIEW_BILLING', () => showBudget(budget));
+    show(budget, 'VIEW_ORGANIZATION', () => showBudget(budget));
     show(keys, 'MANAGE_OWN_KEYS', () => showKeys(keys));
     show(workspace, 'USE_WORKSPACES', () => showWorkspace(workspace));
     show(endpoints, 'MANAGE_WEBHOOK_ENDPOINTS', () => showWebhookEndpoints(endpoints));
