@@ -88,3 +88,9 @@ export function respondWithJsonText(ctx: KoaContext, status: number, json: strin
   ctx.type = 'application/json';
   ctx.body = json;
 }
+
+/** A request header's first value (names are lower-case, as Node gives them). */
+export function headerOf(c: OperationContext, name: string): string | undefined {
+  const value = c.request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}

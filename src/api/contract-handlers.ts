@@ -5,7 +5,7 @@ import { HttpError, UnauthenticatedError } from '../errors.ts';
 import { requirePermission, type Authenticator, type Permission } from '../identity/authenticator.ts';
 import type { StreamTickets } from '../live/stream-tickets.ts';
 import { metricsTokenChecker } from '../observability/metrics-token.ts';
-import { callerIdOf, principalOf, type KoaContext, type OperationHandlers, type RequestState } from './context.ts';
+import { callerIdOf, headerOf, principalOf, type KoaContext, type OperationHandlers, type RequestState } from './context.ts';
 import { admitsUnrecognizedEvents, type EventCompatibility } from './event-compatibility.ts';
 import { RequestBodyBudget, readOperationBody } from './request-body.ts';
 import { scopeToOrganization } from './organization-scope.ts';
@@ -123,11 +123,6 @@ export function securityHandlers(authenticator: Authenticator, streamTickets: St
     // Browsers' EventSource cannot send headers: a single-use ticket in the query opens a live stream.
     StreamTicket: (c: OperationContext) => streamTickets.redeem(queryOf(c, 'ticket')),
   };
-}
-
-function headerOf(c: OperationContext, name: string): string | undefined {
-  const value = c.request.headers[name];
-  return Array.isArray(value) ? value[0] : value;
 }
 
 function queryOf(c: OperationContext, name: string): string | undefined {

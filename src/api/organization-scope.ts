@@ -2,6 +2,7 @@ import type { Context as OperationContext } from 'openapi-backend';
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors.ts';
 import type { Authenticator, Principal } from '../identity/authenticator.ts';
 import { roleAllows, type OrgPermission } from '../organizations/roles.ts';
+import { headerOf } from './context.ts';
 import { canonicalUuid, DASHED_UUID_PATTERN } from '../uuid.ts';
 
 const CALLER_SCHEMES = ['AccessToken', 'APIKeyHeader'] as const;
@@ -47,9 +48,4 @@ export async function scopeToOrganization(c: OperationContext, authenticator: Au
   }
   if (scheme) results[scheme] = caller;
   return caller.orgId;
-}
-
-function headerOf(c: OperationContext, name: string): string | undefined {
-  const value = c.request.headers[name];
-  return Array.isArray(value) ? value[0] : value;
 }

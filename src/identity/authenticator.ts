@@ -61,8 +61,8 @@ export class Authenticator {
     if (!secret) throw new UnauthenticatedError(`Missing ${label} header`);
     const hash = hashSecret(secret);
     const now = Date.now();
-    const cached = this.cache.get(`${kind}:${hash}`);
-    if (cached && cached.expiresAt > now) return cached.principal;
+    const cached = this.cached(`${kind}:${hash}`, now);
+    if (cached) return cached;
 
     const em = this.em.fork();
     const credential = await em.findOne(Credential, { secretHash: hash, kind, revokedAt: null }, { populate: ['user'] });
@@ -84,11 +84,7 @@ export class Authenticator {
       orgRole: membership.role,
       orgSuspended: membership.suspended,
     };
-    if (this.cacheTtlMs > 0) {
-      if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
-      const expiresAt = Math.min(now + this.cacheTtlMs, credential.expiresAt?.getTime() ?? Infinity);
-      this.cache.set(`${kind}:${hash}`, { principal, expiresAt });
-    }
+    this.remember(`${kind}:${hash}`, principal, now);
     this.recordUse(credential.id, now);
     return principal;
   }
@@ -102,15 +98,12 @@ export class Authenticator {
     if (principal.credentialKind === 'session_api_key') return undefined;
     const key = `org:${principal.credentialId}:${orgId}`;
     const now = Date.now();
-    const cached = this.cache.get(key);
-    if (cached && cached.expiresAt > now) return cached.principal;
+    const cached = this.cached(key, now);
+    if (cached) return cached;
     const membership = await membershipOf(this.em, principal.userId, orgId, principal.isSuperAdmin);
     if (!membership) return undefined;
     const acting: Principal = { ...principal, orgId, orgRole: membership.role, orgSuspended: membership.suspended };
-    if (this.cacheTtlMs > 0) {
-      if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
-      this.cache.set(key, { principal: acting, expiresAt: Math.min(now + this.cacheTtlMs, principal.credentialExpiresAt?.getTime() ?? Infinity) });
-    }
+    this.remember(key, acting, now);
     return acting;
   }
 
@@ -139,6 +132,19 @@ export class Authenticator {
     if (membership.suspended) throw new UnauthenticatedError(`Invalid ${label}: its organization is suspended`);
     // Never more than its maker may do now: a maker since made a viewer leaves the key reading only.
     return { ...membership, role: membership.role === 'viewer' ? 'viewer' : 'member' };
+  }
+
+  /** The principal remembered under `key`, while it is still fresh. */
+  private cached(key: string, now: number): Principal | undefined {
+    const entry = this.cache.get(key);
+    return entry && entry.expiresAt > now ? entry.principal : undefined;
+  }
+
+  /** Remembers `principal` under `key` for `cacheTtlMs`, never past its credential's expiry. */
+  private remember(key: string, principal: Principal, now: number): void {
+    if (this.cacheTtlMs <= 0) return;
+    if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
+    this.cache.set(key, { principal, expiresAt: Math.min(now + this.cacheTtlMs, principal.credentialExpiresAt?.getTime() ?? Infinity) });
   }
 
   /** Keeps `last_used_at` roughly current without a write per request: at most once a minute, not awaited. */

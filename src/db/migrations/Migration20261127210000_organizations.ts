@@ -42,41 +42,14 @@ export class Migration20261127210000_organizations extends Migration {
       -- Credits and purchases belong to the organization, like everything else a user owned.
       alter table checkout_sessions rename column user_id to owner_id;
       alter table credit_ledger rename column user_id to owner_id;
-
-      -- Every owner column that named a user now names an organization, with the same delete rule.
-      do $$
-      declare fk record;
-      begin
-        for fk in
-          select con.conname, con.conrelid::regclass as tbl, pg_get_constraintdef(con.oid) as def
-          from pg_constraint con
-          join pg_attribute a on a.attrelid = con.conrelid and a.attnum = con.conkey[1]
-          where con.contype = 'f' and con.confrelid = 'users'::regclass and a.attname = 'owner_id'
-        loop
-          execute format('alter table %s drop constraint %I', fk.tbl, fk.conname);
-          execute format('alter table %s add constraint %I %s', fk.tbl, fk.conname,
-            replace(fk.def, 'REFERENCES users(id)', 'REFERENCES organizations(id)'));
-        end loop;
-      end $$;
     `);
+    // Every owner column that named a user now names an organization, with the same delete rule.
+    this.addSql(repointOwnerKeys('users', 'organizations'));
   }
 
   override async down(): Promise<void> {
+    this.addSql(repointOwnerKeys('organizations', 'users'));
     this.addSql(`
-      do $$
-      declare fk record;
-      begin
-        for fk in
-          select con.conname, con.conrelid::regclass as tbl, pg_get_constraintdef(con.oid) as def
-          from pg_constraint con
-          join pg_attribute a on a.attrelid = con.conrelid and a.attnum = con.conkey[1]
-          where con.contype = 'f' and con.confrelid = 'organizations'::regclass and a.attname = 'owner_id'
-        loop
-          execute format('alter table %s drop constraint %I', fk.tbl, fk.conname);
-          execute format('alter table %s add constraint %I %s', fk.tbl, fk.conname,
-            replace(fk.def, 'REFERENCES organizations(id)', 'REFERENCES users(id)'));
-        end loop;
-      end $$;
       alter table credit_ledger rename column owner_id to user_id;
       alter table checkout_sessions rename column owner_id to user_id;
       alter table credentials drop column org_id;
@@ -87,4 +60,24 @@ export class Migration20261127210000_organizations extends Migration {
       drop table organizations;
     `);
   }
+}
+
+/** Every `owner_id` foreign key to `from` re-made to reference `to`, with the same name and delete rule. */
+function repointOwnerKeys(from: 'users' | 'organizations', to: 'users' | 'organizations'): string {
+  return `
+    do $$
+    declare fk record;
+    begin
+      for fk in
+        select con.conname, con.conrelid::regclass as tbl, pg_get_constraintdef(con.oid) as def
+        from pg_constraint con
+        join pg_attribute a on a.attrelid = con.conrelid and a.attnum = con.conkey[1]
+        where con.contype = 'f' and con.confrelid = '${from}'::regclass and a.attname = 'owner_id'
+      loop
+        execute format('alter table %s drop constraint %I', fk.tbl, fk.conname);
+        execute format('alter table %s add constraint %I %s', fk.tbl, fk.conname,
+          replace(fk.def, 'REFERENCES ${from}(id)', 'REFERENCES ${to}(id)'));
+      end loop;
+    end $$;
+  `;
 }
