@@ -41,11 +41,9 @@ export function signOut(reason?: string): void {
   for (const listener of listeners) listener();
 }
 
-/** Why the user was signed out (shown once on the sign-in page). */
-export function takeSignedOutReason(): string | undefined {
-  const reason = signedOutReason;
-  signedOutReason = undefined;
-  return reason;
+/** Why the user was signed out: kept until the next sign-in, so a later redraw of the sign-in page still says it. */
+export function signedOutReasonText(): string | undefined {
+  return signedOutReason;
 }
 
 export function onSessionChange(listener: () => void): void {

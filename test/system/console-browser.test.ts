@@ -190,6 +190,10 @@ describe('console in a browser (headless Chromium)', function () {
     await page.evaluate(() => (location.hash = '#/account'));
     await page.locator('#token').waitFor();
     expect(await page.locator('.notice').textContent()).to.include('sign in again');
+    // A later redraw (another link followed, a late answer of the page before) still says why.
+    await page.evaluate(() => (location.hash = '#/conversations'));
+    await page.locator('#token').waitFor();
+    expect(await page.locator('.notice').textContent()).to.include('sign in again');
   });
 
   it('shows a conversation as a conversation: messages as text, actions as cards with their results', async () => {

@@ -1,11 +1,11 @@
 import { api } from '../api.ts';
 import { h, notice, replace } from '../dom.ts';
-import { signIn, takeSignedOutReason } from '../session.ts';
+import { signIn, signedOutReasonText } from '../session.ts';
 import type { Page } from '../main.ts';
 
 /** Sign-in: paste an access token; it is checked with one call before the console opens. */
 export const signInPage: Page = (main) => {
-  const reason = takeSignedOutReason();
+  const reason = signedOutReasonText();
   const message = h('div', { 'aria-live': 'polite' }, reason ? notice(reason, 'info') : null);
   const input = h('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false', 'aria-describedby': 'token-help' });
   const button = h('button', { type: 'submit', class: 'btn primary' }, 'Sign in');
