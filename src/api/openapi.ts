@@ -273,31 +273,55 @@ function numericParameterErrors(operation: Operation, parts: Record<string, unkn
   return errors;
 }
 
-/** Creates the router/validator for the contract; handlers are registered by the caller. */
-export async function createOpenApiBackend(): Promise<OpenAPIBackend> {
-  const api = new OpenAPIBackend({
-    definition: loadSpec(),
+/** The contract as read, with the router and the compiled request validators built from it. */
+interface CompiledContract {
+  document: Document;
+  router: FastRouter;
+  validator: FastValidator;
+}
+
+/**
+ * Read, routed and compiled once per process (compiling every request validator takes over a second):
+ * each app of the process (the tests make hundreds) shares them, and they hold no per-app state.
+ */
+let compiledContract: CompiledContract | undefined;
+
+function backendFor(document: Document): OpenAPIBackend {
+  return new OpenAPIBackend({
+    definition: document,
     strict: true,
     coerceTypes: true,
     // "quick" skips openapi-backend's definition check, which knows only OpenAPI 3.0 (ours is 3.1;
     // `redocly lint` checks it in CI), and compiles validators on demand rather than one per response
     // status that we never use; the request validators are compiled below, before the first request.
+    // It also dereferences the same document object only once (the library caches by identity).
     quick: true,
     customizeAjv: customizeAjv as never,
   });
-  await api.init();
-  // The one place our router and validator replace the library's (its public `router` and `validator`).
-  api.router = new FastRouter({ definition: api.definition, apiRoot: api.apiRoot, ignoreTrailingSlashes: api.ignoreTrailingSlashes });
-  api.validator = new FastValidator({
+}
+
+function compileContract(api: OpenAPIBackend, document: Document): CompiledContract {
+  const router = new FastRouter({ definition: api.definition, apiRoot: api.apiRoot, ignoreTrailingSlashes: api.ignoreTrailingSlashes });
+  const validator = new FastValidator({
     definition: api.definition,
     ajvOpts: api.ajvOpts,
     customizeAjv: api.customizeAjv,
-    router: api.router,
+    router,
     lazyCompileValidators: true,
     coerceTypes: api.coerceTypes,
   });
-  for (const operation of api.router.getOperations()) {
-    api.validator.getRequestValidatorsForOperation(operation.operationId!);
-  }
+  for (const operation of router.getOperations()) validator.getRequestValidatorsForOperation(operation.operationId!);
+  return { document, router, validator };
+}
+
+/** Creates the router/validator for the contract; handlers are registered by the caller. */
+export async function createOpenApiBackend(): Promise<OpenAPIBackend> {
+  const document = compiledContract?.document ?? loadSpec();
+  const api = backendFor(document);
+  await api.init();
+  compiledContract ??= compileContract(api, document);
+  // The one place our router and validator replace the library's (its public `router` and `validator`).
+  api.router = compiledContract.router;
+  api.validator = compiledContract.validator;
   return api;
 }
