@@ -33,7 +33,6 @@ import { freePort } from './lib/free-port.ts';
 import fs from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
-import type { Principal } from '../src/identity/authenticator.ts';
 import { generateSecret, hashSecret } from '../src/identity/secrets.ts';
 import { createLogger } from '../src/logger.ts';
 import { PgBossOutboundQueue } from '../src/outbound/outbound-queue.ts';
@@ -41,6 +40,7 @@ import { WebhookEndpointService } from '../src/outbound/webhook-endpoint-service
 import { secretBoxFor } from '../src/workspaces/setup.ts';
 import { SERVER_NODE_FLAGS, serverNodeArgs } from '../src/server-node-flags.ts';
 import { stopChild } from './lib/stop-child.ts';
+import { personalPrincipal } from './lib/personal-principal.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KIT = path.resolve(ROOT, process.env.BENCH_KIT ?? '../shared/bench');
@@ -314,7 +314,7 @@ async function main(): Promise<void> {
       const settings = { ...config.outboundWebhooks, allowHttp: true, allowPrivate: true, maxEndpoints: Number.MAX_SAFE_INTEGER };
       const service = new WebhookEndpointService(database.orm.em.fork(), secretBoxFor(config), settings, queue);
       for (let i = 0; i < ENDPOINTS; i++) {
-        const endpoint = await service.create({ userId: ownerId } as Principal, { url: `http://127.0.0.1:${receiverPort}/r/${i}`, event_types: ['conversation.events'] });
+        const endpoint = await service.create(personalPrincipal(ownerId, `bench-${ownerId}@example.com`), { url: `http://127.0.0.1:${receiverPort}/r/${i}`, event_types: ['conversation.events'] });
         receiver.secret(`/r/${i}`, endpoint.secret);
       }
     } finally {

@@ -17,7 +17,7 @@ import { createLogger } from '../src/logger.ts';
 import { PgBossOutboundQueue } from '../src/outbound/outbound-queue.ts';
 import { WebhookEndpointService } from '../src/outbound/webhook-endpoint-service.ts';
 import { secretBoxFor } from '../src/workspaces/setup.ts';
-import type { Principal } from '../src/identity/authenticator.ts';
+import { personalPrincipal } from './lib/personal-principal.ts';
 
 const { values } = parseArgs({
   options: { email: { type: 'string' }, count: { type: 'string', default: '10' }, 'sink-port': { type: 'string', default: '39123' } },
@@ -55,7 +55,7 @@ const service = new WebhookEndpointService(database.orm.em, secretBoxFor(config,
   allowHttp: true,
   maxEndpoints: Number.MAX_SAFE_INTEGER,
 }, new PgBossOutboundQueue(database.orm.em.getConnection().getKnex(), logger));
-const principal = { userId: user.id } as Principal;
+const principal = personalPrincipal(user.id, values.email!);
 const ids: string[] = [];
 for (let i = 0; i < count; i++) {
   const endpoint = await service.create(principal, { url: `http://127.0.0.1:${port}/sink/${i}`, event_types: ['conversation.events'] });
