@@ -194,6 +194,8 @@ describe('console in a browser (headless Chromium)', function () {
     await page.evaluate(() => (location.hash = '#/conversations'));
     await page.locator('#token').waitFor();
     expect(await page.locator('.notice').textContent()).to.include('sign in again');
+    await expectAccessible(page);
+    await photograph(page, 'signed-out');
   });
 
   it('shows a conversation as a conversation: messages as text, actions as cards with their results', async () => {
