@@ -2599,7 +2599,7 @@ export interface webhooks {
         put?: never;
         /**
          * `conversation.events` message
-         * @description The events of one committed ingest transaction, as stored (byte for byte); over 256 KB, their ids instead (`event_ids`). An event the contract does not know (stored under `accept-unknown`) is listed in `unrecognized` with its sequence number, as the events list marks it. Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
+         * @description The events of one or more consecutive committed ingest transactions (those owed when the delivery worker makes the message, whole, at most 1,000 events and 256 KB of events unless one transaction alone is more), as stored (byte for byte); over 256 KB, their ids instead (`event_ids`). An event the contract does not know (stored under `accept-unknown`) is listed in `unrecognized` with its sequence number, as the events list marks it. Posted to each subscribed endpoint, signed (Standard Webhooks: `webhook-id`,
          *     `webhook-timestamp`, `webhook-signature`; docs/outbound-webhooks.md).
          */
         post: operations["webhookConversationEvents"];
@@ -4879,8 +4879,8 @@ export interface components {
             super_admins: components["schemas"]["SuperAdmin"][];
         };
         /**
-         * @description A message type. `conversation.created`; `conversation.events` (the events of one committed
-         *     webhook batch); `conversation.status_changed`; `conversation.finished` (execution status
+         * @description A message type. `conversation.created`; `conversation.events` (the events of one or more
+         *     consecutive committed webhook batches); `conversation.status_changed`; `conversation.finished` (execution status
          *     became `finished`, `error` or `stuck`); `checkout.completed`; `billing.balance_depleted`
          *     (what the agents spent took the balance below zero, see `getCredits`); `billing.budget_threshold`
          *     (the month's spend of the organization or of a member reached an alert threshold of its budget, see
@@ -4932,7 +4932,7 @@ export interface components {
             };
         };
         /**
-         * @description The events of one committed ingest transaction, as stored (byte for byte); over 256 KB, their ids instead (`event_ids`). An event the contract does not know (stored under `accept-unknown`) is listed in `unrecognized` with its sequence number, as the events list marks it.
+         * @description The events of one or more consecutive committed ingest transactions (at most 1,000 events and 256 KB of events unless one transaction alone is more), as stored (byte for byte); over 256 KB, their ids instead (`event_ids`). An event the contract does not know (stored under `accept-unknown`) is listed in `unrecognized` with its sequence number, as the events list marks it.
          * @example {
          *       "type": "conversation.events",
          *       "timestamp": "2026-11-25T09:00:00.000Z",

@@ -55,6 +55,8 @@ class Receiver {
   readonly server: http.Server;
   readonly seen = new Set<string>();
   duplicates = 0;
+  /** Events in the deliveries seen (a `conversation.events` message carries `to_seq − from_seq + 1`). */
+  events = 0;
   signaturesChecked = 0;
   signaturesBad = 0;
   latenciesMs: number[] = [];
@@ -91,6 +93,8 @@ class Receiver {
     // `{"type":"…","timestamp":"<ISO>",…`: read without parsing the whole body.
     const at = body.indexOf('"timestamp":"');
     const stamp = at < 0 ? NaN : Date.parse(body.slice(at + 13, body.indexOf('"', at + 13)));
+    const range = /"from_seq":(\d+),"to_seq":(\d+)/.exec(body.slice(0, 200));
+    this.events += range ? Number(range[2]) - Number(range[1]) + 1 : 1;
     if (this.window && stamp >= this.window.from && stamp < this.window.to) this.latenciesMs.push(arrived - stamp);
   }
 
@@ -110,6 +114,8 @@ interface Sample {
   delivered: number;
   pending: number;
   owedEvents: number;
+  /** The server's `webhook_batches_waiting`: what delivery's yielding looks at. */
+  waiting: number;
 }
 
 /**
@@ -144,6 +150,7 @@ class Sampler {
   constructor(
     private readonly db: pg.Client,
     private readonly receiver: Receiver,
+    private readonly serverUrl: string,
   ) {}
 
   run(): void {
@@ -160,7 +167,9 @@ class Sampler {
     const delivered = this.receiver.seen.size;
     const second = Math.round((performance.now() - this.start) / 1000);
     const { pending, owedEvents } = await backlogOf(this.db);
-    this.samples.push({ second, phase: this.phase, delivered: delivered - this.lastDelivered, pending, owedEvents });
+    const metrics = await fetch(`${this.serverUrl}/metrics`).then((r) => r.text()).catch(() => '');
+    const waiting = Number(/^webhook_batches_waiting (\S+)$/m.exec(metrics)?.[1] ?? NaN);
+    this.samples.push({ second, phase: this.phase, delivered: delivered - this.lastDelivered, pending, owedEvents, waiting });
     this.lastDelivered = delivered;
     this.busy = false;
   }
@@ -323,7 +332,7 @@ async function main(): Promise<void> {
     // Everything phase 0 stored was before the endpoints: nothing to deliver. Wait out anything owed.
     await waitForDrain(db, receiver);
 
-    sampler = new Sampler(db, receiver);
+    sampler = new Sampler(db, receiver, url);
     sampler.run();
     sampler.phase = 'a: ingest';
     process.stderr.write(`phase a: ${EVENTS} events, batch 5, 16 in flight\n`);
@@ -332,10 +341,12 @@ async function main(): Promise<void> {
     const cpuAtStop = await cpuOf(db, server.pid!, name);
     const drainStart = performance.now();
     const deliveredAtStop = receiver.seen.size;
+    const eventsAtStop = receiver.events;
     const atStop = await backlogOf(db);
     const drained = await waitForDrain(db, receiver);
     const drainSeconds = (performance.now() - drainStart) / 1000;
     const drainCount = receiver.seen.size - deliveredAtStop;
+    const drainEvents = receiver.events - eventsAtStop;
     const drainCpu = cpuSince(cpuAtStop, await cpuOf(db, server.pid!, name));
     const aSamples = sampler.samples.filter((s) => s.phase === 'a: drain');
     const peak = Math.max(0, ...aSamples.map((s) => s.delivered));
@@ -344,9 +355,13 @@ async function main(): Promise<void> {
     sampler.phase = 'b: open loop';
     process.stderr.write(`phase b: ${rate} requests/s of batch 5 for ${OPEN_SECONDS} s\n`);
     const openStart = Date.now();
+    const eventsBeforeOpen = receiver.events;
+    const deliveriesBeforeOpen = receiver.seen.size;
     receiver.window = { from: openStart, to: openStart + OPEN_SECONDS * 1000 };
     const open = await runLoad(url, key, ['--rate', String(rate), '--seconds', String(OPEN_SECONDS)]);
     receiver.window.to = Date.now();
+    const openEvents = receiver.events - eventsBeforeOpen;
+    const openDeliveries = receiver.seen.size - deliveriesBeforeOpen;
     sampler.phase = 'b: after';
     const bStop = await backlogOf(db);
     const bDrained = await waitForDrain(db, receiver);
@@ -365,20 +380,24 @@ async function main(): Promise<void> {
     console.log(`| a: events sent (batch 5) | ${fmt(sent.events)} in ${sent.seconds.toFixed(1)} s (${fmt(sent.events_per_s)}/s), ${sent.failed} failed |`);
     console.log(`| a: delivered while ingesting / backlog when it stopped | ${fmt(deliveredAtStop)} / ${fmt(atStop.pending)} deliveries and ${fmt(atStop.owedEvents)} events not yet in a message |`);
     console.log(`| **a: deliveries/s after ingest stopped** | **${fmt(drainCount / drainSeconds)}** (${fmt(drainCount)} in ${drainSeconds.toFixed(1)} s${drained ? '' : ', not drained'}; best second ${fmt(peak)}) |`);
+    console.log(`| a: events delivered/s after ingest stopped (events per delivery) | ${fmt(drainEvents / drainSeconds)} (${(drainEvents / Math.max(1, drainCount)).toFixed(1)}) |`);
     console.log(
       `| a: CPU per 1,000 deliveries in the drain: server / PostgreSQL | ${fmt((drainCpu.server * 1e6) / drainCount)} ms / ${fmt((drainCpu.postgres * 1e6) / drainCount)} ms` +
         ` (${fmt(drainCount / (drainCpu.server + drainCpu.postgres))} deliveries per CPU-second) |`,
     );
     console.log(`| b: open loop, requests/s of batch 5 (asked / served) | ${fmt(rate)} / ${fmt(open.requests_per_s)} (ingest p50 ${open.p50_ms} ms, p99 ${open.p99_ms} ms, failed ${open.failed}) |`);
     console.log(`| **b: commit → receiver p50 / p99** | **${fmt(percentile(latencies, 50))} ms / ${fmt(percentile(latencies, 99))} ms** (max ${fmt(latencies.at(-1) ?? NaN)} ms; ${fmt(latencies.length)} deliveries) |`);
-    console.log(`| b: deliveries/s during the open loop | ${fmt(bSamples.reduce((t, s) => t + s.delivered, 0) / Math.max(1, bSamples.length))} |`);
+    console.log(
+      `| b: deliveries/s during the open loop (events per delivery) | ${fmt(bSamples.reduce((t, s) => t + s.delivered, 0) / Math.max(1, bSamples.length))}` +
+        ` (${(openEvents / Math.max(1, openDeliveries)).toFixed(1)}) |`,
+    );
     console.log(`| b: backlog when the load stopped / drained after | ${fmt(bStop.pending)} deliveries and ${fmt(bStop.owedEvents)} events not yet in a message / ${bDrained ? `${bAfterSeconds.toFixed(1)} s` : 'not drained'} |`);
     console.log(`| messages / deliveries received (duplicates) | ${fmt(messages!.n)} / ${fmt(receiver.seen.size)} (${receiver.duplicates}); a: ${fmt(aDelivered)} |`);
     console.log(`| signatures checked (bad) | ${receiver.signaturesChecked} (${receiver.signaturesBad}) |`);
-    console.log('\nBacklog over time (each second: deliveries the receiver got in it; at its end, deliveries owed and events not yet in a message):\n');
-    console.log('| s | phase | delivered | backlog (deliveries) | events not in a message |');
-    console.log('|---:|---|---:|---:|---:|');
-    for (const s of sampler.samples) console.log(`| ${s.second} | ${s.phase} | ${fmt(s.delivered)} | ${fmt(s.pending)} | ${fmt(s.owedEvents)} |`);
+    console.log('\nBacklog over time (each second: deliveries the receiver got in it; at its end, deliveries owed, events not yet in a message, and the server\'s webhook batches waiting on average):\n');
+    console.log('| s | phase | delivered | backlog (deliveries) | events not in a message | webhook batches waiting |');
+    console.log('|---:|---|---:|---:|---:|---:|');
+    for (const s of sampler.samples) console.log(`| ${s.second} | ${s.phase} | ${fmt(s.delivered)} | ${fmt(s.pending)} | ${fmt(s.owedEvents)} | ${s.waiting.toFixed(1)} |`);
   } finally {
     sampler?.stop();
     await stopChild(server);

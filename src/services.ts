@@ -51,6 +51,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
   // LISTEN needs a session of its own: straight to PostgreSQL, not through a transaction pooler.
   const listenUrl = database.listenUrl ?? orm.config.get('clientUrl')!;
   const ingestPressure = new IngestPressure(config.outboundWebhooks.yieldAboveBatchesPerSecond);
+  metrics.trackIngestWaiting(() => ingestPressure.waiting());
   const outboundQueue = new PgBossOutboundQueue(orm.em.getConnection().getKnex(), logger);
   const rateLimiter = new RateLimiter(config.rateLimits);
   return {

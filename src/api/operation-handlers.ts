@@ -26,9 +26,9 @@ export function operationHandlers(services: Services, replay: WebhookReplayer): 
   const { metrics, ingestPressure } = services;
   return {
     ...healthHandlers(services.database),
-    ...webhookHandlers(services.conversations, services.conversationInfos, (kinds, result, unrecognized) => {
+    ...webhookHandlers(services.conversations, services.conversationInfos, (kinds, result, unrecognized, waitedMs) => {
       metrics.recordWebhookBatch(kinds, result, unrecognized);
-      ingestPressure.note();
+      ingestPressure.note(waitedMs);
     }),
     ...conversationHandlers(services.conversations),
     ...searchHandlers(services.search),

@@ -119,6 +119,17 @@ export class Metrics {
     },
   });
 
+  private ingestWaiting: (() => number) | undefined;
+
+  readonly webhookBatchesWaiting = new Gauge({
+    name: 'webhook_batches_waiting',
+    help: 'Webhook batches in the ingest at once, on average over the last second: delivery yields to a busy webhook more as it grows from 4 to 12.',
+    registers: [this.registry],
+    collect: () => {
+      if (this.ingestWaiting) this.webhookBatchesWaiting.set(this.ingestWaiting());
+    },
+  });
+
   readonly databaseUnavailable = new Counter({
     name: 'database_unavailable_total',
     help: 'Operations that failed because the database was unreachable, by component (request path: requests answered 503; webhook queue; webhook fan-out).',
@@ -142,6 +153,11 @@ export class Metrics {
   /** Where the queue depth is read from at each scrape. */
   trackOutboundQueueDepth(pending: () => Promise<number>): void {
     this.outboundPending = pending;
+  }
+
+  /** Where the webhook's batches waiting are read from at each scrape. */
+  trackIngestWaiting(waiting: () => number): void {
+    this.ingestWaiting = waiting;
   }
 
   /** One outbound webhook attempt. */

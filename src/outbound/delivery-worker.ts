@@ -100,10 +100,8 @@ export class DeliveryWorker {
 
   /** Fans out what the ingest transactions stored: owed `conversation.events` messages first, then the outbox. Returns how many messages. */
   async fanOutPending(): Promise<number> {
-    // Until fewer than a full batch is owed, or a mark did not move (a row an ingest held: next time).
-    for (let made = { read: OWED_BATCH, moved: OWED_BATCH }; made.read === OWED_BATCH && made.moved === made.read; ) {
-      made = await this.gate.run(() => this.makeOwedEventMessages());
-    }
+    // Until fewer than a full batch is owed (rows an ingest held are made next time).
+    for (let made = OWED_BATCH; made === OWED_BATCH; ) made = await this.gate.run(() => this.makeOwedEventMessages());
     const knex = this.em.getConnection().getKnex();
     let total = 0;
     for (;;) {
@@ -113,8 +111,8 @@ export class DeliveryWorker {
     }
   }
 
-  /** One step of making owed `conversation.events` messages (see outbox.ts). */
-  makeOwedEventMessages(maxEvents = OWED_EVENTS): Promise<{ read: number; moved: number }> {
+  /** One step of making owed `conversation.events` messages (see outbox.ts); returns for how many conversations. */
+  makeOwedEventMessages(maxEvents = OWED_EVENTS): Promise<number> {
     return makeOwedEventMessages(this.em, maxEvents);
   }
 

@@ -408,67 +408,131 @@ export async function insertOperationalMessage(
 
 // The outbox
 
-/**
- * Makes the `conversation.events` messages owed by up to `conversations` conversations (their
- * `webhook_events_from` mark), `maxEvents` events of each at most, one per ingest transaction's run of
- * events; returns each conversation read with the range made (its mark moves past `to_seq`).
- */
-export function insertOwedEventMessages(on: SqlRunner, maxEvents: number, conversations: number): Promise<{ id: string; from_seq: number; to_seq: number }[]> {
-  return sqlRows<{ id: string; from_seq: number; to_seq: number }>(
+/** A conversation whose events are owed a `conversation.events` message. */
+export interface OwedConversation {
+  id: string;
+  owner_id: string;
+  /** Microseconds since the epoch: part of the message ids (a conversation deleted and sent again starts at seq 1 again). */
+  created_micros: string;
+  event_count: number;
+  from_seq: number;
+}
+
+/** Up to `limit` conversations owed `conversation.events` messages (their `webhook_events_from` mark). */
+export function owedConversations(on: SqlRunner, limit: number): Promise<OwedConversation[]> {
+  return sqlRows<OwedConversation>(
     on,
-    `with owed as (
-       select c.id, c.owner_id, c.created_at, c.event_count, c.webhook_events_from as from_seq,
-         least(c.event_count, c.webhook_events_from + $1 - 1) as to_seq
-       from conversations c where c.webhook_events_from is not null limit $2
-     ),
-     events as (
-       select o.id as conversation_id, o.owner_id, o.created_at as conversation_created_at, e.seq, e.received_at,
-         case when e.xmin = lag(e.xmin) over (partition by o.id order by e.seq) then 0 else 1 end as starts
-       from owed o join conversation_events e on e.conversation_id = o.id and e.seq between o.from_seq and o.to_seq
-     ),
-     runs as (
-       select *, sum(starts) over (partition by conversation_id order by seq) as run from events
-     ),
-     batches as (
-       select r.conversation_id, r.owner_id, r.conversation_created_at, r.run, max(r.run) over (partition by r.conversation_id) as last_run,
-         min(r.seq) as from_seq, max(r.seq) as to_seq, min(r.received_at) as created_at
-       from runs r group by r.conversation_id, r.owner_id, r.conversation_created_at, r.run
-     ),
-     kept as (
-       -- The last transaction of a range cut at the cap may go on past it: made whole next time.
-       select b.* from batches b join owed o on o.id = b.conversation_id
-       where not (o.to_seq < o.event_count and b.run = b.last_run and b.last_run > 1)
-     ),
-     made as (
-       insert into webhook_messages (id, owner_id, conversation_id, type, data, created_at)
-       -- The conversation's creation time too: a conversation deleted and sent again starts at seq 1 again.
-       select 'msg_' || md5(k.conversation_id::text || '/' || (extract(epoch from k.conversation_created_at) * 1000000)::bigint || '/' || k.from_seq),
-         k.owner_id, k.conversation_id, 'conversation.events',
-         jsonb_build_object('conversation_id', k.conversation_id, 'from_seq', k.from_seq, 'to_seq', k.to_seq), k.created_at
-       from kept k
-       on conflict (id) do nothing
-     )
-     select o.id, o.from_seq, coalesce(max(k.to_seq), o.to_seq) as to_seq
-     from owed o left join kept k on k.conversation_id = o.id group by o.id, o.from_seq, o.to_seq`,
-    [maxEvents, conversations],
+    `select id, owner_id, (extract(epoch from created_at) * 1000000)::bigint::text as created_micros, event_count, webhook_events_from as from_seq
+     from conversations where webhook_events_from is not null limit $1`,
+    [limit],
   );
 }
 
 /**
- * Moves the conversations' marks past what was made (cleared when nothing more is owed), skipping rows
- * an ingest holds and marks that moved meanwhile; returns how many moved.
+ * Locks, until the transaction ends, those of `owed` whose mark has not moved since it was read, skipping
+ * rows an ingest transaction holds (the worker never waits for one); returns their ids.
  */
-export function moveOwedMarks(on: SqlRunner, made: readonly { id: string; from_seq: number; to_seq: number }[]): Promise<number> {
-  return sqlRun(
-    on,
-    `with made as (select * from unnest($1::uuid[], $2::integer[], $3::integer[]) as m(id, from_seq, to_seq)),
-     locked as (
-       select c.id, m.to_seq from conversations c join made m on m.id = c.id and c.webhook_events_from = m.from_seq
-       order by c.id for update of c skip locked
+export async function lockUnmovedMarks(trx: SqlRunner, owed: readonly OwedConversation[]): Promise<string[]> {
+  const rows = await sqlRows<{ id: string }>(
+    trx,
+    `select c.id from conversations c join unnest($1::uuid[], $2::integer[]) as o(id, from_seq) on o.id = c.id
+     where c.webhook_events_from = o.from_seq order by c.id for no key update of c skip locked`,
+    [owed.map((c) => c.id), owed.map((c) => c.from_seq)],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** One ingest transaction's run of a conversation's events: what a message never cuts. */
+export interface TransactionRun {
+  conversation_id: string;
+  from_seq: number;
+  to_seq: number;
+  /** When the transaction stored them. */
+  received_at: Date;
+  /** The events' stored JSON, in bytes, each counted with its separating comma (as a body counts them). */
+  bytes: number;
+}
+
+/**
+ * The owed events of each conversation, `maxEvents` at most from its mark, as runs of one ingest
+ * transaction each (one `xmin`), in order.
+ */
+export function owedTransactionRuns(trx: SqlRunner, owed: readonly OwedConversation[], maxEvents: number): Promise<TransactionRun[]> {
+  return sqlRows<TransactionRun>(
+    trx,
+    `with events as (
+       select e.conversation_id, e.seq, e.received_at, octet_length(e.payload::text) + 1 as bytes,
+         case when e.xmin = lag(e.xmin) over (partition by e.conversation_id order by e.seq) then 0 else 1 end as starts
+       from unnest($1::uuid[], $2::integer[], $3::integer[]) o(id, from_seq, to_seq)
+       join conversation_events e on e.conversation_id = o.id and e.seq between o.from_seq and o.to_seq
+     ),
+     runs as (select *, sum(starts) over (partition by conversation_id order by seq) as run from events)
+     select conversation_id, min(seq) as from_seq, max(seq) as to_seq, min(received_at) as received_at, sum(bytes)::integer as bytes
+     from runs group by conversation_id, run order by conversation_id, min(seq)`,
+    [owed.map((c) => c.id), owed.map((c) => c.from_seq), owed.map((c) => Math.min(c.event_count, c.from_seq + maxEvents - 1))],
+  );
+}
+
+/** A `conversation.events` message to store: a range of whole transactions' events. */
+export interface EventsMessage {
+  conversationId: string;
+  ownerId: string;
+  createdMicros: string;
+  fromSeq: number;
+  toSeq: number;
+  /** Its first transaction's time: an endpoint created after it does not get the message. */
+  createdAt: Date;
+}
+
+/**
+ * Stores `conversation.events` messages; the id is `msg_` + MD5 of the conversation, its creation time
+ * and the first sequence number, so a message made twice is stored once. Returns, in order, the id of
+ * each message and the last sequence number of the message stored under it (another when it was there;
+ * `null` when this transaction cannot see it yet).
+ */
+export async function insertEventMessages(trx: SqlRunner, messages: readonly EventsMessage[]): Promise<{ id: string; stored_to_seq: number | null }[]> {
+  if (messages.length === 0) return [];
+  return sqlRows<{ id: string; stored_to_seq: number | null }>(
+    trx,
+    `with new as (
+       select 'msg_' || md5(m.conversation_id::text || '/' || m.created_micros || '/' || m.from_seq) as id, m.*
+       from unnest($1::uuid[], $2::uuid[], $3::text[], $4::integer[], $5::integer[], $6::timestamptz[])
+         with ordinality as m(conversation_id, owner_id, created_micros, from_seq, to_seq, created_at, ord)
+     ),
+     inserted as (
+       insert into webhook_messages (id, owner_id, conversation_id, type, data, created_at)
+       select n.id, n.owner_id, n.conversation_id, 'conversation.events',
+         jsonb_build_object('conversation_id', n.conversation_id, 'from_seq', n.from_seq, 'to_seq', n.to_seq), n.created_at
+       from new n order by n.ord
+       on conflict (id) do nothing
+       returning id
      )
-     update conversations c set webhook_events_from = case when c.event_count > l.to_seq then l.to_seq + 1 end
-     from locked l where c.id = l.id`,
-    [made.map((m) => m.id), made.map((m) => m.from_seq), made.map((m) => m.to_seq)],
+     select n.id, coalesce(case when i.id is not null then n.to_seq end, (w.data->>'to_seq')::integer) as stored_to_seq
+     from new n left join inserted i on i.id = n.id left join webhook_messages w on i.id is null and w.id = n.id
+     order by n.ord`,
+    [
+      messages.map((m) => m.conversationId),
+      messages.map((m) => m.ownerId),
+      messages.map((m) => m.createdMicros),
+      messages.map((m) => m.fromSeq),
+      messages.map((m) => m.toSeq),
+      messages.map((m) => m.createdAt),
+    ],
+  );
+}
+
+/** Removes messages this transaction stored (made past a range another had stored: they are made again from its end). */
+export async function deleteMessages(trx: SqlRunner, ids: readonly string[]): Promise<void> {
+  await sqlRun(trx, 'delete from webhook_messages where id = any($1::text[])', [ids]);
+}
+
+/** Moves the locked conversations' marks to `next`, the first event not in a message: `null` when there is none yet. */
+export async function moveOwedMarks(trx: SqlRunner, marks: readonly { id: string; next: number }[]): Promise<void> {
+  await sqlRun(
+    trx,
+    `update conversations c set webhook_events_from = case when m.next <= c.event_count then m.next end
+     from unnest($1::uuid[], $2::integer[]) as m(id, next) where c.id = m.id`,
+    [marks.map((m) => m.id), marks.map((m) => m.next)],
   );
 }
 

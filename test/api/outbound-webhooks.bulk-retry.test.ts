@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import type { DeliveryWorker } from '../../src/outbound/delivery-worker.ts';
 import { minimalEvent } from '../fixtures/events.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
-import { outboundApp, Receiver, verifyDelivery, type OutboundApp } from '../helpers/outbound.ts';
+import { eventsMade, outboundApp, Receiver, verifyDelivery, type OutboundApp } from '../helpers/outbound.ts';
 import { rememberSecret } from '../helpers/secret-scan.ts';
 import { waitFor } from '../helpers/server-process.ts';
 import { postEvents } from '../helpers/webhook.ts';
@@ -73,7 +73,10 @@ describe('POST /api/v1/webhook-endpoints/{endpoint_id}/message-retries', functio
     const a = randomUUID();
     const b = randomUUID();
     receiver.answers = Array.from({ length: 6 }, () => 503);
-    for (const conversationId of [a, b, a, b]) await postEvents(app, user.sessionApiKey, conversationId, oneEvent()).expect(200);
+    for (const conversationId of [a, b, a, b]) {
+      await postEvents(app, user.sessionApiKey, conversationId, oneEvent()).expect(200);
+      expect(await eventsMade(conversationId)).to.equal(true);
+    }
     expect(await waitFor(async () => (await messages(endpointId, { status: 'failed' })).length === 6, 15_000)).to.equal(true);
     return { a, b };
   }

@@ -4,7 +4,7 @@ import type { DeliveryWorker } from '../../src/outbound/delivery-worker.ts';
 import { minimalEvent } from '../fixtures/events.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
 import { testDatabase } from '../helpers/hooks.ts';
-import { outboundApp, Receiver, verifyDelivery, type OutboundApp } from '../helpers/outbound.ts';
+import { eventsMade, outboundApp, Receiver, verifyDelivery, type OutboundApp } from '../helpers/outbound.ts';
 import { rememberSecret } from '../helpers/secret-scan.ts';
 import { waitFor } from '../helpers/server-process.ts';
 import { postEvents } from '../helpers/webhook.ts';
@@ -73,7 +73,10 @@ describe('POST /api/v1/webhook-endpoints/{endpoint_id}/recover', function () {
   /** Posts `count` batches of one event while the receiver is down (503), until each message failed. */
   async function outage(endpointId: string, conversationId: string, count: number, before: number): Promise<Message[]> {
     receiver.answers = Array.from({ length: count }, () => 503);
-    for (let i = 0; i < count; i++) await postEvents(app, user.sessionApiKey, conversationId, oneEvent()).expect(200);
+    for (let i = 0; i < count; i++) {
+      await postEvents(app, user.sessionApiKey, conversationId, oneEvent()).expect(200);
+      expect(await eventsMade(conversationId)).to.equal(true);
+    }
     expect(await waitFor(async () => (await messages(endpointId)).filter((m) => m.state === 'failed').length === count, 15_000)).to.equal(true);
     const all = await messages(endpointId);
     expect(all).to.have.length(before + count);

@@ -10,7 +10,7 @@ import { rememberSecret } from '../helpers/secret-scan.ts';
 import { killAllProcesses, startServerProcess, waitFor } from '../helpers/server-process.ts';
 import { minimalEvent } from '../fixtures/events.ts';
 import { postEvents, webhookPath } from '../helpers/webhook.ts';
-import { outboundApp, Receiver, verifyDelivery, type OutboundApp } from '../helpers/outbound.ts';
+import { eventsMade, outboundApp, Receiver, verifyDelivery, type OutboundApp } from '../helpers/outbound.ts';
 
 const started: DeliveryWorker[] = [];
 
@@ -172,12 +172,13 @@ describe('outbound webhooks', function () {
   });
 
   describe('delivery', () => {
-    it('signs conversation.created and conversation.events (one message per batch, the events as stored), verified by standardwebhooks', async () => {
+    it('signs conversation.created and conversation.events (a message per batch made apart, the events as stored), verified by standardwebhooks', async () => {
       const { id, secret } = await createEndpoint({ url: receiver.url });
       await startWorker(app);
       const conversationId = randomUUID();
       const batch = [minimalEvent('MessageEvent', { id: randomUUID() }), minimalEvent('PauseEvent', { id: randomUUID() })];
       await deliver(conversationId, batch);
+      expect(await eventsMade(conversationId)).to.equal(true);
       await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
       expect(await waitFor(() => receiver.ofType('conversation.events').length >= 2 && receiver.ofType('conversation.created').length >= 1, 15_000)).to.equal(true);
       for (const request of receiver.requests) verify(secret, request);
@@ -387,7 +388,7 @@ describe('outbound webhooks', function () {
       expect((await sql('select count(*)::integer as n from webhook_deliveries'))[0]!.n).to.equal(0);
       const late = await createEndpoint({ url: `${receiver.url}?n=late` });
       // Made later, stamped with the batch's time: an endpoint created after the batch still gets nothing.
-      expect(await app.worker.makeOwedEventMessages()).to.deep.equal({ read: 1, moved: 1 });
+      expect(await app.worker.makeOwedEventMessages()).to.equal(1);
       const stored = await sql(`select id, fanned_out from webhook_messages where type = 'conversation.events'`);
       expect(stored).to.have.length(1);
       expect(stored[0]!.fanned_out).to.equal(false);
@@ -412,28 +413,59 @@ describe('outbound webhooks', function () {
       await app.request.get(`/api/v1/webhook-endpoints/${late.id}/messages/${stored[0]!.id}/attempts`).set(auth()).expect(404);
     });
 
-    it('makes one conversation.events message per committed transaction, however late the worker comes', async () => {
+    it('makes one conversation.events message of the transactions owed when the worker comes, in order', async () => {
       const { id } = await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
       const conversationId = randomUUID();
       await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() }), minimalEvent('MessageEvent', { id: randomUUID() })]);
       await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
-      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() }), minimalEvent('MessageEvent', { id: randomUUID() })]);
-      // The mark stays where the first owed event is; the later batches do not move it.
+      // The mark stays where the first owed event is; the later batch does not move it.
       expect(await sql('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: 1 }]);
       await app.worker.makeOwedEventMessages();
+      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() }), minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await app.worker.makeOwedEventMessages();
       const made = await sql(
-        `select data->>'from_seq' as from_seq, data->>'to_seq' as to_seq from webhook_messages where conversation_id = ? order by created_at`,
+        `select data->>'from_seq' as from_seq, data->>'to_seq' as to_seq, created_at from webhook_messages where conversation_id = ? order by created_at`,
         [conversationId],
       );
-      expect(made).to.deep.equal([
-        { from_seq: '1', to_seq: '2' },
-        { from_seq: '3', to_seq: '3' },
+      expect(made.map(({ from_seq, to_seq }) => ({ from_seq, to_seq }))).to.deep.equal([
+        { from_seq: '1', to_seq: '3' },
         { from_seq: '4', to_seq: '5' },
       ]);
+      // Stamped with its first transaction's time.
+      const [first] = await sql('select received_at from conversation_events where conversation_id = ? and seq = 1', [conversationId]);
+      expect(new Date(made[0]!.created_at).getTime()).to.equal(new Date(first!.received_at).getTime());
       await startWorker(app);
-      expect(await waitFor(async () => (await messages(id)).filter((m) => m.state === 'succeeded').length === 3, 15_000)).to.equal(true);
+      expect(await waitFor(async () => (await messages(id)).filter((m) => m.state === 'succeeded').length === 2, 15_000)).to.equal(true);
       const ranges = receiver.ofType('conversation.events').map((m) => [m.data.from_seq, m.data.to_seq, (m.data.events as unknown[]).length]);
-      expect(ranges.sort()).to.deep.equal([[1, 2, 2], [3, 3, 1], [4, 5, 2]]);
+      expect(ranges.sort()).to.deep.equal([[1, 3, 3], [4, 5, 2]]);
+    });
+
+    it('keeps a message within 1,000 events and 256 KB of events, and never cuts a transaction to do so', async () => {
+      await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
+      const conversationId = randomUUID();
+      const big = () => {
+        const event = minimalEvent('MessageEvent', { id: randomUUID() }) as { llm_message: { content: { text?: string }[] } };
+        event.llm_message.content[0]!.text = 'x'.repeat(60 * 1024);
+        return event as unknown as Record<string, unknown>;
+      };
+      const small = (n: number) => Array.from({ length: n }, () => minimalEvent('PauseEvent', { id: randomUUID() }));
+      // 5 events of about 60 KB, in transactions of 2, 2 and 1: 4 fit in 256 KB, the fifth starts the next message.
+      await deliver(conversationId, [big(), big()]);
+      await deliver(conversationId, [big(), big()]);
+      await deliver(conversationId, [big()]);
+      // Then 1,200 events of about 150 bytes in transactions of 400: with 5, two fit in 1,000 events (5–805), not three.
+      for (let i = 0; i < 3; i++) await deliver(conversationId, small(400));
+      await app.worker.makeOwedEventMessages();
+      const made = await sql(
+        `select data->>'from_seq' as f, data->>'to_seq' as t from webhook_messages where conversation_id = ? order by (data->>'from_seq')::integer`,
+        [conversationId],
+      );
+      expect(made.map((m) => `${m.f}-${m.t}`)).to.deep.equal(['1-4', '5-805', '806-1205']);
+      const [size] = await sql('select sum(octet_length(payload::text) + 1)::integer as bytes from conversation_events where conversation_id = ? and seq <= 4', [
+        conversationId,
+      ]);
+      expect(size!.bytes).to.be.within(200 * 1024, 256 * 1024);
+      expect(await sql('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: null }]);
     });
 
     it('makes a backlog in steps without cutting a transaction, unless one transaction alone is over the step', async () => {
@@ -450,30 +482,50 @@ describe('outbound webhooks', function () {
         );
       // Events 1–4 read: the transaction of 4–5 may go on past 4, so it waits for the next step.
       await app.worker.makeOwedEventMessages(4);
-      expect(await ranges()).to.deep.equal(['1-2', '3-3']);
+      expect(await ranges()).to.deep.equal(['1-3']);
       await app.worker.makeOwedEventMessages(4);
-      expect(await ranges()).to.deep.equal(['1-2', '3-3', '4-5']);
+      expect(await ranges()).to.deep.equal(['1-3', '4-5']);
       // 6–10 is one transaction, longer than the step: cut.
       await app.worker.makeOwedEventMessages(4);
       await app.worker.makeOwedEventMessages(4);
-      expect(await ranges()).to.deep.equal(['1-2', '3-3', '4-5', '6-9', '10-10']);
+      expect(await ranges()).to.deep.equal(['1-3', '4-5', '6-9', '10-10']);
       expect(await sql('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: null }]);
     });
 
-    it('makes each owed message once when it is made twice (another instance, or a crash before the mark moved)', async () => {
+    it('keeps a message already stored under the same id, and makes what follows it from its end (a mark that went back)', async () => {
       await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
       const conversationId = randomUUID();
       await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
       await app.worker.makeOwedEventMessages();
-      const first = await sql('select id, created_at from webhook_messages where conversation_id = ?', [conversationId]);
-      // As if the process died after storing the message but before moving the mark.
+      const first = await sql('select id, created_at, data from webhook_messages where conversation_id = ?', [conversationId]);
+      expect(first[0]!.id).to.match(/^msg_[0-9a-f]{32}$/);
+      // As if the mark had not moved past the stored message (a version that stored first and moved it after).
       await sql('update conversations set webhook_events_from = 1 where id = ?', [conversationId]);
       await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      // 1–3 has the stored message's id: it stands (1–1), and the mark moves to 2.
       await app.worker.makeOwedEventMessages();
-      const again = await sql('select id, created_at from webhook_messages where conversation_id = ? order by created_at', [conversationId]);
-      expect(again).to.have.length(2);
-      expect(again[0]).to.deep.equal(first[0]);
-      expect(first[0]!.id).to.match(/^msg_[0-9a-f]{32}$/);
+      expect(await sql('select id, created_at, data from webhook_messages where conversation_id = ?', [conversationId])).to.deep.equal(first);
+      expect(await sql('select webhook_events_from from conversations where id = ?', [conversationId])).to.deep.equal([{ webhook_events_from: 2 }]);
+      await app.worker.makeOwedEventMessages();
+      const all = await sql(`select data->>'from_seq' as f, data->>'to_seq' as t from webhook_messages where conversation_id = ? order by created_at`, [conversationId]);
+      expect(all.map((m) => `${m.f}-${m.t}`)).to.deep.equal(['1-1', '2-3']);
+    });
+
+    it('makes no message of a conversation an ingest transaction holds, and makes it once the ingest commits', async () => {
+      await createEndpoint({ url: receiver.url, event_types: ['conversation.events'] });
+      const conversationId = randomUUID();
+      await deliver(conversationId, [minimalEvent('MessageEvent', { id: randomUUID() })]);
+      const knex = testDatabase().orm.em.getConnection().getKnex();
+      const holder = await knex.transaction();
+      try {
+        await holder.raw('select 1 from conversations where id = ? for no key update', [conversationId]);
+        expect(await app.worker.makeOwedEventMessages()).to.equal(0);
+      } finally {
+        await holder.rollback();
+      }
+      expect(await app.worker.makeOwedEventMessages()).to.equal(1);
+      expect((await sql('select count(*)::integer as n from webhook_messages where conversation_id = ?', [conversationId]))[0]!.n).to.equal(1);
     });
 
     it('stores no message for a cause no enabled endpoint wants', async () => {

@@ -87,3 +87,17 @@ export function verifyDelivery(secret: string, request: { headers: http.Incoming
     'webhook-signature': request.headers['webhook-signature'] as string,
   });
 }
+
+/**
+ * Waits until a running worker has made the conversation's owed events into messages (its mark is
+ * cleared): a batch posted after that is a message of its own, not coalesced with the ones before.
+ */
+export async function eventsMade(conversationId: string, timeoutMs = 10_000): Promise<boolean> {
+  const started = Date.now();
+  for (;;) {
+    const [row] = await testDatabase().orm.em.getConnection().execute('select webhook_events_from from conversations where id = ?', [conversationId]);
+    if (row && row.webhook_events_from === null) return true;
+    if (Date.now() - started > timeoutMs) return false;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { IngestPressure, MAX_REST_MS, OutboundGate, REST_FACTOR } from '../../src/outbound/ingest-pressure.ts';
+import { IngestPressure, LOOP_SATURATED, MAX_REST_MS, OutboundGate, REST_FACTOR, WAITING_FREE, WAITING_SATURATED } from '../../src/outbound/ingest-pressure.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -22,6 +22,14 @@ async function runUnits(gate: OutboundGate, units: number, ms: number): Promise<
     ),
   );
   return ran;
+}
+
+/** A busy webhook: batches every 5 ms, each `waitedMs` in the ingest (200 a second × `waitedMs` / 1000 waiting at once). */
+async function pressed(waitedMs: number): Promise<{ pressure: IngestPressure; stop: () => void }> {
+  const pressure = new IngestPressure(1);
+  const timer = setInterval(() => pressure.note(waitedMs), 5);
+  await sleep(1_050);
+  return { pressure, stop: () => clearInterval(timer) };
 }
 
 describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
@@ -48,14 +56,57 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
     expect(Math.max(...ran.map((unit) => unit.started))).to.be.below(15);
   });
 
-  it('runs units one at a time, each followed by a rest REST_FACTOR times as long, while ingestion is busy', async function () {
+  it('counts the batches waiting at once on average: the time they spent in the ingest over the window', async function () {
+    this.timeout(5_000);
+    const { pressure, stop } = await pressed(50);
+    try {
+      // About 200 batches a second of 50 ms each: 10 at once.
+      expect(pressure.waiting()).to.be.within(7, 11);
+      expect(pressure.restFactor()).to.be.within(REST_FACTOR * ((7 - WAITING_FREE) / (WAITING_SATURATED - WAITING_FREE)), REST_FACTOR);
+    } finally {
+      stop();
+    }
+  });
+
+  it('rests the longest when the event loop has no time left, however few batches wait (batches of one event)', async function () {
     this.timeout(5_000);
     const pressure = new IngestPressure(1);
-    for (let i = 0; i < 10; i++) pressure.note();
-    await sleep(1_010);
-    expect(pressure.busy()).to.equal(true);
-    const busy = setInterval(() => pressure.note(), 5); // ingestion goes on meanwhile
+    // A batch every 10 ms, 1 ms in the ingest, and nearly all of the 10 ms busy in the loop.
+    const timer = setInterval(() => {
+      pressure.note(1);
+      const until = performance.now() + 9.5;
+      while (performance.now() < until);
+    }, 10);
     try {
+      await sleep(1_100);
+      expect(pressure.waiting()).to.be.below(WAITING_FREE);
+      expect(pressure.loopBusy()).to.be.at.least(LOOP_SATURATED);
+      expect(pressure.restFactor()).to.equal(REST_FACTOR);
+    } finally {
+      clearInterval(timer);
+    }
+  });
+
+  it('runs units one at a time, without a rest, while the webhook is busy but its batches do not queue up', async function () {
+    this.timeout(5_000);
+    const { pressure, stop } = await pressed(1);
+    try {
+      expect(pressure.busy()).to.equal(true);
+      expect(pressure.restFactor()).to.equal(0);
+      const ran = await runUnits(new OutboundGate(pressure), 3, 20);
+      for (const [previous, next] of [[ran[0]!, ran[1]!], [ran[1]!, ran[2]!]] as const) {
+        expect(next.started - previous.started).to.be.within(previous.took - 1, previous.took + 40);
+      }
+    } finally {
+      stop();
+    }
+  });
+
+  it('runs units one at a time, each followed by a rest REST_FACTOR times as long, while the webhook is saturated', async function () {
+    this.timeout(5_000);
+    const { pressure, stop } = await pressed(100); // 20 waiting at once
+    try {
+      expect(pressure.restFactor()).to.equal(REST_FACTOR);
       const ran = await runUnits(new OutboundGate(pressure), 3, 20);
       // About 20 ms of work, then a rest of REST_FACTOR times what it took before the next unit.
       for (const [previous, next] of [[ran[0]!, ran[1]!], [ran[1]!, ran[2]!]] as const) {
@@ -63,23 +114,20 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
         expect(next.started - previous.started).to.be.within(gap - 10, gap + 400);
       }
     } finally {
-      clearInterval(busy);
+      stop();
     }
   });
 
   it('rests at most MAX_REST_MS after a long unit', async function () {
     this.timeout(6_000);
-    const pressure = new IngestPressure(1);
-    for (let i = 0; i < 10; i++) pressure.note();
-    await sleep(1_010);
-    const busy = setInterval(() => pressure.note(), 5); // ingestion goes on meanwhile
+    const { pressure, stop } = await pressed(100);
     try {
       // 300 ms of work would earn a longer rest than MAX_REST_MS.
       expect(300 * REST_FACTOR).to.be.above(MAX_REST_MS);
       const ran = await runUnits(new OutboundGate(pressure), 2, 300);
       expect(ran[1]!.started - ran[0]!.started).to.be.within(300 + MAX_REST_MS - 50, 300 + MAX_REST_MS + 400);
     } finally {
-      clearInterval(busy);
+      stop();
     }
   });
 });

@@ -14,6 +14,8 @@ export type IngestObserver = (
   kinds: string[],
   result: { stored: number; droppedDeltas: number },
   unrecognized: readonly (Unrecognized | null)[] | undefined,
+  /** From the handler's start to the group's commit. */
+  waitedMs: number,
 ) => void;
 
 /** Handlers of the `webhooks` tag. */
@@ -28,12 +30,13 @@ export function webhookHandlers(
       const events = operation.request.requestBody as Event[];
       const kinds = events.map((event) => event.kind);
       const unrecognized = ctx.state.unrecognizedEvents;
+      const started = performance.now();
       const ingested = conversations.ingest(principalOf(operation), conversation_id, events, unrecognized);
       // The batch took what it stores; it now waits for its group's commit without the parsed body
       // (nor this function's frame: an async function's would keep `events` until it returns).
       releaseRequestBody(operation, ctx);
       return ingested.then((result) => {
-        observeIngest?.(kinds, result, unrecognized);
+        observeIngest?.(kinds, result, unrecognized, performance.now() - started);
         respond<components['schemas']['Success']>(ctx, 200, { success: true });
       });
     },
