@@ -457,9 +457,9 @@ export interface TransactionRun {
  * The owed events of each conversation, `maxEvents` at most from its mark, as runs of one ingest
  * transaction each (one `xmin`), in order.
  */
-export function owedTransactionRuns(trx: SqlRunner, owed: readonly OwedConversation[], maxEvents: number): Promise<TransactionRun[]> {
+export function owedTransactionRuns(on: SqlRunner, owed: readonly OwedConversation[], maxEvents: number): Promise<TransactionRun[]> {
   return sqlRows<TransactionRun>(
-    trx,
+    on,
     `with events as (
        select e.conversation_id, e.seq, e.received_at, octet_length(e.payload::text) + 1 as bytes,
          case when e.xmin = lag(e.xmin) over (partition by e.conversation_id order by e.seq) then 0 else 1 end as starts
