@@ -7,6 +7,7 @@ import type { Config, OutboundWebhookConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { DeliveryWorker } from '../../src/outbound/delivery-worker.ts';
 import { testConfig, testDatabase } from './hooks.ts';
+import { waitFor } from './server-process.ts';
 
 /** An answer of the receiver: a status, or a status with headers. */
 export type ReceiverAnswer = number | { status: number; headers?: Record<string, string> };
@@ -92,12 +93,9 @@ export function verifyDelivery(secret: string, request: { headers: http.Incoming
  * Waits until a running worker has made the conversation's owed events into messages (its mark is
  * cleared): a batch posted after that is a message of its own, not coalesced with the ones before.
  */
-export async function eventsMade(conversationId: string, timeoutMs = 10_000): Promise<boolean> {
-  const started = Date.now();
-  for (;;) {
+export function eventsMade(conversationId: string, timeoutMs = 10_000): Promise<boolean> {
+  return waitFor(async () => {
     const [row] = await testDatabase().orm.em.getConnection().execute('select webhook_events_from from conversations where id = ?', [conversationId]);
-    if (row && row.webhook_events_from === null) return true;
-    if (Date.now() - started > timeoutMs) return false;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+    return row !== undefined && row.webhook_events_from === null;
+  }, timeoutMs);
 }
