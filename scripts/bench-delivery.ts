@@ -20,6 +20,9 @@
  * The drain's CPU (the server's, and the database backends') per delivery is printed too: on a busy
  * machine the rate follows the CPU share the processes get, the CPU per delivery does not.
  * BENCH_SERVER_NODE_FLAGS adds Node.js flags to the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+ * BENCH_DELIVERY_INSTANCE=<nice> splits the server in two, as docs/scaling.md suggests: the load goes to an
+ * instance with `OUTBOUND_WEBHOOK_WORKER=false`, and a second instance, at that scheduling priority (`nice`,
+ * 0–19) and with `SEARCH_INDEXER=false`, delivers; the CPU figures are the two instances' together.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -49,6 +52,11 @@ const ENDPOINTS = Number(process.env.BENCH_DELIVERY_ENDPOINTS ?? 10);
 const EVENTS = Number(process.env.BENCH_DELIVERY_EVENTS ?? 50_000);
 const OPEN_SECONDS = Number(process.env.BENCH_DELIVERY_SECONDS ?? 30);
 const DRAIN_LIMIT_MS = Number(process.env.BENCH_DELIVERY_DRAIN_SECONDS ?? 120) * 1000;
+/** The background instance's niceness when the server is split in two (BENCH_DELIVERY_INSTANCE), else undefined. */
+const BACKGROUND_NICE = process.env.BENCH_DELIVERY_INSTANCE ? Number(process.env.BENCH_DELIVERY_INSTANCE) : undefined;
+if (BACKGROUND_NICE !== undefined && !(Number.isInteger(BACKGROUND_NICE) && BACKGROUND_NICE >= 0 && BACKGROUND_NICE <= 19)) {
+  throw new Error(`BENCH_DELIVERY_INSTANCE must be a niceness from 0 to 19, got "${process.env.BENCH_DELIVERY_INSTANCE}"`);
+}
 
 /** What the receiver saw: first deliveries per second, latencies of the messages made in a window. */
 class Receiver {
@@ -114,8 +122,11 @@ interface Sample {
   delivered: number;
   pending: number;
   owedEvents: number;
-  /** The server's `webhook_batches_waiting`: what delivery's yielding looks at. */
+  /** The server's `webhook_batches_waiting` and `event_loop_busy_ratio`: what delivery's yielding looks at. */
   waiting: number;
+  loopBusy: number;
+  /** The server's `background_work_rest_factor`: how much delivery rests after each unit. */
+  restFactor: number;
 }
 
 /**
@@ -168,8 +179,17 @@ class Sampler {
     const second = Math.round((performance.now() - this.start) / 1000);
     const { pending, owedEvents } = await backlogOf(this.db);
     const metrics = await fetch(`${this.serverUrl}/metrics`).then((r) => r.text()).catch(() => '');
-    const waiting = Number(/^webhook_batches_waiting (\S+)$/m.exec(metrics)?.[1] ?? NaN);
-    this.samples.push({ second, phase: this.phase, delivered: delivered - this.lastDelivered, pending, owedEvents, waiting });
+    const gauge = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+    this.samples.push({
+      second,
+      phase: this.phase,
+      delivered: delivered - this.lastDelivered,
+      pending,
+      owedEvents,
+      waiting: gauge('webhook_batches_waiting'),
+      loopBusy: gauge('event_loop_busy_ratio'),
+      restFactor: gauge('background_work_rest_factor'),
+    });
     this.lastDelivered = delivered;
     this.busy = false;
   }
@@ -190,10 +210,10 @@ function cpuSeconds(pid: number): number {
 }
 
 /** CPU seconds of the server and of the database's backends (their pids now) so far: the drain's cost, whatever the machine's load. */
-async function cpuOf(db: pg.Client, serverPid: number, database: string): Promise<{ server: number; postgres: Map<number, number> }> {
+async function cpuOf(db: pg.Client, serverPids: readonly number[], database: string): Promise<{ server: number; postgres: Map<number, number> }> {
   // The bench's own connection (the backlog samples) is not the server's cost.
   const { rows } = await db.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [database]);
-  return { server: cpuSeconds(serverPid), postgres: new Map(rows.map((r) => [r.pid, cpuSeconds(r.pid)])) };
+  return { server: serverPids.reduce((total, pid) => total + cpuSeconds(pid), 0), postgres: new Map(rows.map((r) => [r.pid, cpuSeconds(r.pid)])) };
 }
 
 function cpuSince(before: { server: number; postgres: Map<number, number> }, after: { server: number; postgres: Map<number, number> }): { server: number; postgres: number } {
@@ -286,25 +306,39 @@ async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-delivery-'));
   const url = `http://127.0.0.1:${port}`;
   const extraFlags = process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const server = tracked(spawn(process.execPath, serverNodeArgs('src/main.ts', [...SERVER_NODE_FLAGS, ...extraFlags]), {
-    cwd: SERVER_ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-      OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true',
-      OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  }));
+  const startServer = (serverPort: number, env: Record<string, string>) =>
+    tracked(spawn(process.execPath, serverNodeArgs('src/main.ts', [...SERVER_NODE_FLAGS, ...extraFlags]), {
+      cwd: SERVER_ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        DATA_DIR: dataDir,
+        PORT: String(serverPort),
+        LOG_LEVEL: 'warn',
+        OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true',
+        OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true',
+        ...env,
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    }));
+  const split = BACKGROUND_NICE !== undefined;
+  const server = startServer(port, split ? { OUTBOUND_WEBHOOK_WORKER: 'false' } : {});
+  const servers = [server];
+  let backgroundUrl: string | undefined;
+  if (split) {
+    const backgroundPort = await freePort();
+    backgroundUrl = `http://127.0.0.1:${backgroundPort}`;
+    const background = startServer(backgroundPort, { SEARCH_INDEXER: 'false' });
+    os.setPriority(background.pid!, BACKGROUND_NICE);
+    servers.push(background);
+  }
   const db = new pg.Client({ connectionString: databaseUrl });
   const started = new Date();
   const load = os.loadavg();
   let sampler: Sampler | undefined;
   try {
     await waitForReady(url, server);
+    if (backgroundUrl) await waitForReady(backgroundUrl, servers[1]!);
     await db.connect();
     const ownerId = randomUUID();
     const key = generateSecret('session_api_key');
@@ -338,7 +372,7 @@ async function main(): Promise<void> {
     process.stderr.write(`phase a: ${EVENTS} events, batch 5, 16 in flight\n`);
     const sent = await runLoad(url, key, ['--events', String(EVENTS)]);
     sampler.phase = 'a: drain';
-    const cpuAtStop = await cpuOf(db, server.pid!, name);
+    const cpuAtStop = await cpuOf(db, servers.map((s) => s.pid!), name);
     const drainStart = performance.now();
     const deliveredAtStop = receiver.seen.size;
     const eventsAtStop = receiver.events;
@@ -347,7 +381,7 @@ async function main(): Promise<void> {
     const drainSeconds = (performance.now() - drainStart) / 1000;
     const drainCount = receiver.seen.size - deliveredAtStop;
     const drainEvents = receiver.events - eventsAtStop;
-    const drainCpu = cpuSince(cpuAtStop, await cpuOf(db, server.pid!, name));
+    const drainCpu = cpuSince(cpuAtStop, await cpuOf(db, servers.map((s) => s.pid!), name));
     const aSamples = sampler.samples.filter((s) => s.phase === 'a: drain');
     const peak = Math.max(0, ...aSamples.map((s) => s.delivered));
     const aDelivered = receiver.seen.size;
@@ -373,7 +407,7 @@ async function main(): Promise<void> {
 
     const flags = [...SERVER_NODE_FLAGS, ...extraFlags].join(' ');
     console.log(`\nMeasured ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench:delivery\`, server from ${SERVER_ROOT === ROOT ? 'this checkout' : SERVER_ROOT}` +
-      ` (node ${flags}), ${ENDPOINTS} endpoints to one local receiver, load average ${load.map((l) => l.toFixed(2)).join(' ')} at the start, ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the end.`);
+      ` (node ${flags})${split ? `, split: delivery on a second instance at nice ${BACKGROUND_NICE}` : ''}, ${ENDPOINTS} endpoints to one local receiver, load average ${load.map((l) => l.toFixed(2)).join(' ')} at the start, ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the end.`);
     console.log(`Phase 0 (no endpoint): ${fmt(closed.requests_per_s)} requests/s of batch 5 (${fmt(closed.events_per_s)} events/s).\n`);
     console.log('| measure | value |');
     console.log('|---|---|');
@@ -394,13 +428,15 @@ async function main(): Promise<void> {
     console.log(`| b: backlog when the load stopped / drained after | ${fmt(bStop.pending)} deliveries and ${fmt(bStop.owedEvents)} events not yet in a message / ${bDrained ? `${bAfterSeconds.toFixed(1)} s` : 'not drained'} |`);
     console.log(`| messages / deliveries received (duplicates) | ${fmt(messages!.n)} / ${fmt(receiver.seen.size)} (${receiver.duplicates}); a: ${fmt(aDelivered)} |`);
     console.log(`| signatures checked (bad) | ${receiver.signaturesChecked} (${receiver.signaturesBad}) |`);
-    console.log('\nBacklog over time (each second: deliveries the receiver got in it; at its end, deliveries owed, events not yet in a message, and the server\'s webhook batches waiting on average):\n');
-    console.log('| s | phase | delivered | backlog (deliveries) | events not in a message | webhook batches waiting |');
-    console.log('|---:|---|---:|---:|---:|---:|');
-    for (const s of sampler.samples) console.log(`| ${s.second} | ${s.phase} | ${fmt(s.delivered)} | ${fmt(s.pending)} | ${fmt(s.owedEvents)} | ${s.waiting.toFixed(1)} |`);
+    console.log('\nBacklog over time (each second: deliveries the receiver got in it; at its end, deliveries owed, events not yet in a message, and, of the server taking the load, its webhook batches waiting on average, its event loop\'s busy share and the rest factor of work behind it):\n');
+    console.log('| s | phase | delivered | backlog (deliveries) | events not in a message | webhook batches waiting | event loop busy | rest factor |');
+    console.log('|---:|---|---:|---:|---:|---:|---:|---:|');
+    for (const s of sampler.samples) {
+      console.log(`| ${s.second} | ${s.phase} | ${fmt(s.delivered)} | ${fmt(s.pending)} | ${fmt(s.owedEvents)} | ${s.waiting.toFixed(1)} | ${s.loopBusy.toFixed(2)} | ${s.restFactor.toFixed(1)} |`);
+    }
   } finally {
     sampler?.stop();
-    await stopChild(server);
+    await Promise.all(servers.map(stopChild));
     await db.end().catch(() => undefined);
     receiver.server.close();
     receiver.server.closeAllConnections();

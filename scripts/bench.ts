@@ -15,10 +15,13 @@
  * kit's paced load at BENCH_OPEN_LOOP_RATE requests/s (1000; 0 skips it) of batch 5, each warmed by
  * 3 s of the same load, reporting served rate, p50, p99 and anything but a 2xx.
  * BENCH_WEBHOOK_ENDPOINTS=10 measures the same with ten outbound endpoints subscribed (issue 21).
+ * BENCH_DELIVERY_INSTANCE=<nice> delivers from a second instance at that scheduling priority (0–19), the
+ * loaded one running with `OUTBOUND_WEBHOOK_WORKER=false` (as in `npm run bench:delivery`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import { freePort } from './lib/free-port.ts';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +35,11 @@ import { stopChild } from './lib/stop-child.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KIT = path.resolve(ROOT, process.env.BENCH_KIT ?? '../shared/bench');
+/** BENCH_DELIVERY_INSTANCE: the delivery instance's niceness, when the server is split in two. */
+const backgroundNice = process.env.BENCH_DELIVERY_INSTANCE ? Number(process.env.BENCH_DELIVERY_INSTANCE) : undefined;
+if (backgroundNice !== undefined && !(Number.isInteger(backgroundNice) && backgroundNice >= 0 && backgroundNice <= 19)) {
+  throw new Error(`BENCH_DELIVERY_INSTANCE must be a niceness from 0 to 19, got "${process.env.BENCH_DELIVERY_INSTANCE}"`);
+}
 
 async function waitForReady(url: string): Promise<void> {
   for (let attempt = 0; attempt < 300; attempt++) {
@@ -266,11 +274,16 @@ async function main(): Promise<void> {
   const url = `http://127.0.0.1:${port}`;
   const outbound = endpointCount > 0 ? { OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true', OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true' } : {};
   // BENCH_SERVER_NODE_FLAGS: the server's Node.js flags instead of SERVER_NODE_FLAGS ('' for none), to compare runtime settings.
-  const server = spawn(process.execPath, serverNodeArgs('src/main.ts', process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean)), {
-    cwd: ROOT,
-    env: { ...process.env, ...outbound, DATABASE_URL: database.url, PORT: String(port), LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const startServer = (serverPort: number, env: Record<string, string>) =>
+    spawn(process.execPath, serverNodeArgs('src/main.ts', process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean)), {
+      cwd: ROOT,
+      env: { ...process.env, ...outbound, DATABASE_URL: database.url, PORT: String(serverPort), LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+  const server = startServer(port, backgroundNice === undefined ? {} : { OUTBOUND_WEBHOOK_WORKER: 'false' });
+  const backgroundPort = await freePort();
+  const background = backgroundNice === undefined ? undefined : startServer(backgroundPort, { SEARCH_INDEXER: 'false' });
+  if (background) os.setPriority(background.pid!, backgroundNice!);
   const started = new Date();
   const openLoopRate = Number(process.env.BENCH_OPEN_LOOP_RATE ?? 1000);
   const openLoopRuns = Number(process.env.BENCH_OPEN_LOOP_RUNS ?? 3);
@@ -282,6 +295,7 @@ async function main(): Promise<void> {
   let endpoints: ChildProcess | undefined;
   try {
     await waitForReady(url);
+    if (background) await waitForReady(`http://127.0.0.1:${backgroundPort}`);
     result = await runKit(database.url, url, sessionKey);
     if (endpointCount > 0) {
       // The same server, again, with the endpoints subscribed: both tables come from one run.
@@ -297,6 +311,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await stopChild(server);
+    if (background) await stopChild(background);
     if (endpoints) await stopChild(endpoints);
     // Queue jobs of the bench's messages too: the next run's worker would otherwise work through them.
     await connection.execute(
@@ -311,7 +326,7 @@ async function main(): Promise<void> {
     await database.close();
   }
 
-  const knobs = ['BENCH_SECONDS', 'BENCH_BATCHES', 'BENCH_CONNECTIONS', 'BENCH_CONCURRENCY', 'BENCH_SELFTEST', 'BENCH_WEBHOOK_ENDPOINTS']
+  const knobs = ['BENCH_SECONDS', 'BENCH_BATCHES', 'BENCH_CONNECTIONS', 'BENCH_CONCURRENCY', 'BENCH_SELFTEST', 'BENCH_WEBHOOK_ENDPOINTS', 'BENCH_DELIVERY_INSTANCE']
     .filter((name) => process.env[name] !== undefined)
     .map((name) => `${name}=${JSON.stringify(process.env[name])}`);
   const ingest = ['INGEST_MAX_TRANSACTIONS', 'INGEST_GROUP_MAX_BATCHES', 'INGEST_GROUP_MAX_EVENTS', 'DB_POOL_SIZE']

@@ -4,12 +4,13 @@
  * CLUSTER_PORT, each reaching the database through PgBouncer and LISTENing straight on PostgreSQL
  * (DATABASE_LISTEN_URL). An instance that dies is started again; Ctrl-C or SIGTERM stops the
  * instances, then PgBouncer, then the embedded PostgreSQL, and leaves nothing running.
- * See docs/scaling.md.
+ * CLUSTER_DELIVERY_INSTANCES more instances deliver the outbound webhooks at a lower CPU priority, the
+ * others then not at all. See docs/scaling.md.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { userInfo } from 'node:os';
+import { setPriority, userInfo } from 'node:os';
 import { createLogger } from '../src/logger.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/db/embedded-postgres.ts';
 import { serverNodeArgs } from '../src/server-node-flags.ts';
@@ -28,7 +29,8 @@ function integer(name: string, fallback: number, min: number, max: number): numb
 }
 
 const instances = integer('CLUSTER_INSTANCES', 2, 1, 64);
-const firstPort = integer('CLUSTER_PORT', 3000, 1024, 65535 - instances);
+const deliveryInstances = integer('CLUSTER_DELIVERY_INSTANCES', 0, 0, 8);
+const firstPort = integer('CLUSTER_PORT', 3000, 1024, 65535 - instances - deliveryInstances);
 const poolSize = integer('CLUSTER_POOL_SIZE', 10, 1, 1000);
 const pgbouncerPort = integer('CLUSTER_PGBOUNCER_PORT', 6433, 1024, 65535);
 const embeddedPort = integer('CLUSTER_EMBEDDED_PG_PORT', 54359, 1024, 65535);
@@ -36,6 +38,11 @@ const queryTimeoutMs = integer('DB_QUERY_TIMEOUT_MS', 30_000, 100, 3_600_000);
 const shutdownGraceMs = integer('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000);
 const dataDir = path.resolve(process.env.CLUSTER_DATA_DIR || path.join(ROOT, '.data', 'cluster'));
 const host = '127.0.0.1';
+/**
+ * The delivery instances' niceness: on cores they share with the webhook's instances, the kernel gives
+ * the webhook the CPU first and delivery what is left (docs/scaling.md, "A delivery instance").
+ */
+const DELIVERY_NICE = 10;
 
 /** PgBouncer's binary: PGBOUNCER, the PATH, or Debian's /usr/sbin (not on a normal user's PATH). */
 function findPgbouncer(): string | undefined {
@@ -134,7 +141,7 @@ async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
 let stopping = false;
 let embedded: EmbeddedPostgres | undefined;
 let bouncer: ChildProcess | undefined;
-const servers: (ChildProcess | undefined)[] = new Array(instances).fill(undefined);
+const servers: (ChildProcess | undefined)[] = new Array(instances + deliveryInstances).fill(undefined);
 
 /** Stops the instances, then PgBouncer, then the embedded PostgreSQL, and exits with `code`. */
 async function shutdown(code: number): Promise<void> {
@@ -213,7 +220,7 @@ async function main(): Promise<void> {
   console.log(`pgbouncer  ${shown(pooledUrl)} (transaction pooling, ${poolSize} server connections) pid ${bouncer.pid}`);
 
   // 3. The instances
-  const instanceEnv = (port: number): NodeJS.ProcessEnv => {
+  const instanceEnv = (port: number, delivers: boolean): NodeJS.ProcessEnv => {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       DATABASE_URL: pooledUrl,
@@ -226,18 +233,31 @@ async function main(): Promise<void> {
       LOG_LEVEL: process.env.LOG_LEVEL || 'info',
     };
     delete env.EMBEDDED_PG_PORT;
+    if (deliveryInstances > 0) {
+      env.OUTBOUND_WEBHOOK_WORKER = String(delivers);
+      // The indexer stays with the webhook, whose load it yields to (docs/search.md).
+      if (delivers) env.SEARCH_INDEXER = 'false';
+    }
     return env;
   };
   const start = async (index: number): Promise<boolean> => {
     const port = firstPort + index;
+    const delivers = index >= instances;
     const log = fs.openSync(path.join(dataDir, `instance-${index + 1}.log`), 'a');
     const child = spawn(process.execPath, serverNodeArgs(path.join(ROOT, 'src', 'main.ts')), {
       cwd: ROOT,
-      env: instanceEnv(port),
+      env: instanceEnv(port, delivers),
       stdio: ['ignore', log, log],
       detached: true,
     });
     fs.closeSync(log);
+    if (delivers && child.pid !== undefined) {
+      try {
+        setPriority(child.pid, DELIVERY_NICE);
+      } catch (error) {
+        console.error(`instance ${index + 1}: its priority could not be lowered (${error instanceof Error ? error.message : String(error)}); it delivers at the normal one`);
+      }
+    }
     servers[index] = child;
     let wasReady = false;
     child.once('exit', (code, signal) => {
@@ -259,15 +279,16 @@ async function main(): Promise<void> {
       return stopping;
     }
     wasReady = true;
-    console.log(`instance ${index + 1} http://${host}:${port} pid ${child.pid}`);
+    console.log(`instance ${index + 1} http://${host}:${port} pid ${child.pid}${delivers ? ` (delivers outbound webhooks, nice ${DELIVERY_NICE})` : ''}`);
     return true;
   };
   // The first instance migrates (and installs the job queue's schema) alone; the others then find it done.
   const first = await start(0);
-  const started = [first, ...(first ? await Promise.all(Array.from({ length: instances - 1 }, (_, i) => start(i + 1))) : [])];
+  const started = [first, ...(first ? await Promise.all(Array.from({ length: servers.length - 1 }, (_, i) => start(i + 1))) : [])];
   if (stopping) return shutdown(0);
   if (started.includes(false)) return shutdown(1);
-  console.log(`cluster ready: ${instances} instances, logs in ${dataDir}; Ctrl-C stops them all`);
+  const delivery = deliveryInstances > 0 ? ` and ${deliveryInstances} delivering outbound webhooks` : '';
+  console.log(`cluster ready: ${instances} instances${delivery}, logs in ${dataDir}; Ctrl-C stops them all`);
   await stopSignal;
   return shutdown(0);
 }

@@ -17,6 +17,7 @@ import { buildServices, type AppDeps } from './services.ts';
 import type { DeliveryWorker } from './outbound/delivery-worker.ts';
 import type { LiveStreams } from './live/live-streams.ts';
 import type { RateLimitInstances } from './rate-limits/instances.ts';
+import type { SharedIngestPressure } from './outbound/shared-pressure.ts';
 
 /** The app and what its owner starts and stops with it (main.ts, or a test). */
 export interface App {
@@ -29,6 +30,8 @@ export interface App {
   readonly rateLimitInstances: RateLimitInstances;
   /** Built, not started: `main.ts` starts it when this instance indexes (`SEARCH_INDEXER`). */
   readonly searchIndexer: SearchIndexer;
+  /** Built, not started: `main.ts` starts it, so that work behind the webhook on any instance yields to this one's. */
+  readonly sharedPressure: SharedIngestPressure;
 }
 
 /** Wires the services, openapi-backend and the Koa pipeline; everything is passed in, so tests build their own. */
@@ -69,6 +72,6 @@ export async function createApp(deps: AppDeps): Promise<App> {
     }),
   );
   app.use(serveOperations(api));
-  const { deliveryWorker, liveStreams, rateLimitInstances, searchIndexer } = services;
-  return { app, deliveryWorker, liveStreams, rateLimitInstances, searchIndexer };
+  const { deliveryWorker, liveStreams, rateLimitInstances, searchIndexer, sharedPressure } = services;
+  return { app, deliveryWorker, liveStreams, rateLimitInstances, searchIndexer, sharedPressure };
 }

@@ -62,6 +62,7 @@ async function main(): Promise<void> {
   logger.info({ url, docs: `${url}/docs`, database: config.database.kind }, `listening on ${url} — API reference: ${url}/docs`);
   try {
     await built.rateLimitInstances.start();
+    built.sharedPressure.start(config.outboundWebhooks.worker || config.search.indexer);
     if (config.search.indexer) built.searchIndexer.start();
   } catch (error) {
     server.close();
@@ -87,7 +88,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     const started = Date.now();
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    const retentionStopped = Promise.all([retention?.stop(), refusalRetention.stop(), idempotencyRetention.stop(), built.searchIndexer.stop()]);
+    const retentionStopped = Promise.all([retention?.stop(), refusalRetention.stop(), idempotencyRetention.stop(), built.searchIndexer.stop(), built.sharedPressure.stop()]);
     // Live streams never finish by themselves: end them (clients resume elsewhere) while the
     // database they read from is still open.
     await built.liveStreams.close();

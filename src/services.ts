@@ -16,6 +16,7 @@ import { Metrics } from './observability/metrics.ts';
 import { OrganizationService } from './organizations/organization-service.ts';
 import { DeliveryWorker } from './outbound/delivery-worker.ts';
 import { IngestPressure } from './outbound/ingest-pressure.ts';
+import { SharedIngestPressure } from './outbound/shared-pressure.ts';
 import { PgBossOutboundQueue } from './outbound/outbound-queue.ts';
 import { outboundQueueDepth } from './outbound/queries.ts';
 import { WebhookEndpointService } from './outbound/webhook-endpoint-service.ts';
@@ -51,7 +52,9 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
   // LISTEN needs a session of its own: straight to PostgreSQL, not through a transaction pooler.
   const listenUrl = database.listenUrl ?? orm.config.get('clientUrl')!;
   const ingestPressure = new IngestPressure(config.outboundWebhooks.yieldAboveBatchesPerSecond);
-  metrics.trackIngestWaiting(() => ingestPressure.waiting());
+  // Delivery and indexing yield to every instance's webhook, this one's included.
+  const sharedPressure = new SharedIngestPressure(orm.em, ingestPressure, logger);
+  metrics.trackIngestPressure(ingestPressure, sharedPressure);
   const outboundQueue = new PgBossOutboundQueue(orm.em.getConnection().getKnex(), logger);
   const rateLimiter = new RateLimiter(config.rateLimits);
   return {
@@ -60,10 +63,12 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     authenticator,
     conversations,
     ingestPressure,
+    // Built here, started by main.ts (or a test): the exchange of the webhook's pressure among instances.
+    sharedPressure,
     refusals: new RefusalService(orm.em),
     shares: new ShareService(orm.em, conversations, { enabled: config.sharingEnabled, publicBaseUrl: config.billing.publicBaseUrl }),
     search: new SearchService(orm.em),
-    searchIndexer: new SearchIndexer(orm.em, config.search, logger, metrics.outageObserver, ingestPressure),
+    searchIndexer: new SearchIndexer(orm.em, config.search, logger, metrics.outageObserver, sharedPressure),
     identity: new IdentityService(orm.em),
     organizations: new OrganizationService(orm.em, config.invitationTtlDays),
     conversationInfos: new ConversationInfoService(orm.em, logger, (outcome) => observeSpend(outcome, metrics, logger)),
@@ -87,7 +92,7 @@ export function buildServices({ config, logger, orm, database }: AppDeps) {
     // Built here, started by main.ts (or a test): the app's only background consumer.
     deliveryWorker: new DeliveryWorker(orm.em, outboundQueue, listenUrl, secretBox, config.outboundWebhooks, logger, {
       attempt: (type, outcome, seconds) => metrics.recordOutboundAttempt(type, outcome, seconds),
-    }, ingestPressure, metrics.outageObserver),
+    }, sharedPressure, metrics.outageObserver),
     rateLimiter,
     // Built here, started by main.ts (or a test): the heartbeat that splits the limits among instances.
     rateLimitInstances: new RateLimitInstances(orm.em, rateLimiter, logger),

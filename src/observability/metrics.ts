@@ -119,14 +119,33 @@ export class Metrics {
     },
   });
 
-  private ingestWaiting: (() => number) | undefined;
+  private ingestPressure: { waiting(): number; loopBusy(): number } | undefined;
+  private yieldPressure: { restFactor(): number } | undefined;
 
   readonly webhookBatchesWaiting = new Gauge({
     name: 'webhook_batches_waiting',
     help: 'Webhook batches in the ingest at once, on average over the last second: delivery yields to a busy webhook more as it grows from 4 to 12.',
     registers: [this.registry],
     collect: () => {
-      if (this.ingestWaiting) this.webhookBatchesWaiting.set(this.ingestWaiting());
+      if (this.ingestPressure) this.webhookBatchesWaiting.set(this.ingestPressure.waiting());
+    },
+  });
+
+  readonly eventLoopBusy = new Gauge({
+    name: 'event_loop_busy_ratio',
+    help: "The share of the last second this process's event loop was busy (0 to 1): delivery yields to a busy webhook more as it grows from 0.6 to 0.9.",
+    registers: [this.registry],
+    collect: () => {
+      if (this.ingestPressure) this.eventLoopBusy.set(this.ingestPressure.loopBusy());
+    },
+  });
+
+  readonly backgroundRestFactor = new Gauge({
+    name: 'background_work_rest_factor',
+    help: "How much longer than each unit of its work delivery and search indexing rest now, yielding to the webhook of this or another instance (0: not at all; 19: a saturated webhook).",
+    registers: [this.registry],
+    collect: () => {
+      if (this.yieldPressure) this.backgroundRestFactor.set(this.yieldPressure.restFactor());
     },
   });
 
@@ -155,9 +174,10 @@ export class Metrics {
     this.outboundPending = pending;
   }
 
-  /** Where the webhook's batches waiting are read from at each scrape. */
-  trackIngestWaiting(waiting: () => number): void {
-    this.ingestWaiting = waiting;
+  /** Read at each scrape: this instance's webhook pressure (`ingest`), and what work behind the webhook yields to (`yielding`: every instance's). */
+  trackIngestPressure(ingest: { waiting(): number; loopBusy(): number }, yielding: { restFactor(): number }): void {
+    this.ingestPressure = ingest;
+    this.yieldPressure = yielding;
   }
 
   /** One outbound webhook attempt. */

@@ -7,7 +7,7 @@ import { AttemptMaker } from './attempt.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { OutageLog, type OutageObserver } from '../observability/outage-log.ts';
 import { Deliverer, type DeliveryObserver } from './delivery.ts';
-import { OutboundGate, type IngestPressure } from './ingest-pressure.ts';
+import { OutboundGate, type Pressure } from './ingest-pressure.ts';
 import type { DeliveryJob, OutboundQueue } from './outbound-queue.ts';
 import { FANOUT_BATCH, OWED_BATCH, OWED_EVENTS, fanOutBatch, makeOwedEventMessages } from './outbox.ts';
 import { DELIVERY_QUEUE, QUEUE_SCHEMA } from './queue-schema.ts';
@@ -44,7 +44,7 @@ export class DeliveryWorker {
     private readonly config: OutboundWebhookConfig,
     private readonly log: Logger,
     observer?: DeliveryObserver,
-    pressure?: IngestPressure,
+    pressure?: Pressure,
     outageObserver?: OutageObserver,
   ) {
     this.gate = new OutboundGate(pressure);

@@ -1,12 +1,18 @@
 import { performance } from 'node:perf_hooks';
 
+/** What work behind the webhook yields to: this instance's webhook (IngestPressure), or every instance's (SharedIngestPressure). */
+export interface Pressure {
+  busy(): boolean;
+  restFactor(): number;
+}
+
 /**
  * How hard this instance's webhook is pressed, for the work that runs behind it (outbound delivery,
  * search indexing): the batches it accepts a second, and how many wait at once on average (the time
  * they spent in the ingest over the window, Little's law). The webhook's answer never waits on that work;
  * this only keeps it from taking the CPU and the database away from a webhook that has none to spare.
  */
-export class IngestPressure {
+export class IngestPressure implements Pressure {
   private windowStart = performance.now();
   private inWindow = 0;
   private waitingMsInWindow = 0;
@@ -86,18 +92,19 @@ export const REST_FACTOR = 19;
 export const MAX_REST_MS = 2_000;
 
 /**
- * Runs units of outbound work: all at once while the webhook is quiet; while it is busy, one at a time,
- * each followed by a rest of `restFactor()` times as long as it took (up to a twentieth of the time once
- * the webhook is saturated, as autovacuum's cost delay yields to queries). A unit takes its turn before it
- * fetches its jobs.
+ * Runs units of outbound work: all at once while the webhook is quiet or has room (a rest factor of 0);
+ * while it is pressed, one at a time, each followed by a rest of `restFactor()` times as long as it took
+ * (up to a twentieth of the time once the webhook is saturated, as autovacuum's cost delay yields to
+ * queries). A unit takes its turn before it fetches its jobs.
  */
 export class OutboundGate {
   private tail: Promise<void> = Promise.resolve();
 
-  constructor(private readonly pressure: IngestPressure | undefined) {}
+  constructor(private readonly pressure: Pressure | undefined) {}
 
   async run<T>(work: () => Promise<T>): Promise<T> {
-    if (!this.pressure?.busy()) return work();
+    // A rest factor of 0: the webhook has room, and units one at a time would only delay delivery.
+    if (!this.pressure?.busy() || this.pressure.restFactor() === 0) return work();
     const previous = this.tail;
     let release!: () => void;
     this.tail = new Promise<void>((resolve) => (release = resolve));

@@ -792,3 +792,31 @@ export async function reserveEndpointSlot(on: SqlRunner, endpointId: string, int
   );
   return { taken: row!.taken, waitMs: row!.wait_ms };
 }
+
+/** This instance's busy webhook's rest factor, reported now; null (no longer busy) removes the report. */
+export async function reportIngestPressure(on: SqlRunner, instanceId: string, restFactor: number | null): Promise<void> {
+  if (restFactor === null) {
+    await sqlRun(on, 'delete from ingest_pressure where instance_id = $1', [instanceId]);
+    return;
+  }
+  await sqlRun(
+    on,
+    `insert into ingest_pressure (instance_id, rest_factor, reported_at) values ($1, $2, now())
+     on conflict (instance_id) do update set rest_factor = excluded.rest_factor, reported_at = excluded.reported_at`,
+    [instanceId, restFactor],
+  );
+}
+
+/** The highest rest factor the other instances reported within `freshMs`, null when none is busy; older reports are dropped. */
+export async function othersIngestPressure(on: SqlRunner, instanceId: string, freshMs: number): Promise<number | null> {
+  const rows = await sqlRows<{ rest_factor: number | null }>(
+    on,
+    `with gone as (
+       delete from ingest_pressure where reported_at < now() - $2 * 10 * interval '1 millisecond'
+     )
+     select max(rest_factor) as rest_factor from ingest_pressure
+     where instance_id <> $1 and reported_at >= now() - $2 * interval '1 millisecond'`,
+    [instanceId, freshMs],
+  );
+  return rows[0]?.rest_factor ?? null;
+}

@@ -3,7 +3,7 @@ import type { SearchConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { OutageLog, type OutageObserver } from '../observability/outage-log.ts';
-import { MAX_REST_MS, REST_FACTOR, type IngestPressure } from '../outbound/ingest-pressure.ts';
+import { MAX_REST_MS, REST_FACTOR, type Pressure } from '../outbound/ingest-pressure.ts';
 import * as queries from './queries.ts';
 import type { IndexRow } from './copy-rows.ts';
 import { eventText, indexLexemes } from './text.ts';
@@ -48,7 +48,7 @@ export class SearchIndexer {
     private readonly log: Logger,
     outageObserver?: OutageObserver,
     /** Indexing yields to ingestion as delivery does: the webhook's answers come first. */
-    private readonly pressure?: IngestPressure,
+    private readonly pressure?: Pressure,
   ) {
     this.outage = new OutageLog('search indexer', 'cycles failed', log, outageObserver);
   }

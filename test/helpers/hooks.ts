@@ -44,6 +44,7 @@ export async function recreateSchema(db: Database): Promise<void> {
 
 /** Every table the migrations create (bar MikroORM's own): emptied before each test. */
 export const TABLES = [
+  'ingest_pressure',
   'idempotency_records',
   'rate_limit_instances',
   'share_links',

@@ -21,6 +21,7 @@ import {
   type RunningProcess,
 } from '../helpers/server-process.ts';
 import { webhookPath } from '../helpers/webhook.ts';
+import { Receiver } from '../helpers/outbound.ts';
 
 /**
  * `npm run cluster`: PostgreSQL, PgBouncer in transaction pooling mode and several server instances
@@ -100,7 +101,7 @@ describe('npm run cluster (PostgreSQL, PgBouncer in transaction pooling mode, N 
   async function startCluster(extra: NodeJS.ProcessEnv, launch: 'npm' | 'node'): Promise<Cluster> {
     const dataDir = createDataDir('cluster');
     dataDirs.push(dataDir);
-    const instances = Number(extra.CLUSTER_INSTANCES);
+    const instances = Number(extra.CLUSTER_INSTANCES) + Number(extra.CLUSTER_DELIVERY_INSTANCES ?? 0);
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       CLUSTER_DATA_DIR: dataDir,
@@ -125,7 +126,7 @@ describe('npm run cluster (PostgreSQL, PgBouncer in transaction pooling mode, N 
       pgbouncerPort: Number(env.CLUSTER_PGBOUNCER_PORT),
       instances() {
         const latest = new Map<number, { url: string; pid: number }>();
-        for (const match of run.stdout.matchAll(/^instance (\d+) (http:\S+) pid (\d+)$/gm)) {
+        for (const match of run.stdout.matchAll(/^instance (\d+) (http:\S+) pid (\d+)/gm)) {
           latest.set(Number(match[1]), { url: match[2]!, pid: Number(match[3]) });
         }
         return [...latest.keys()].sort((a, b) => a - b).map((k) => latest.get(k)!);
@@ -344,4 +345,61 @@ describe('npm run cluster (PostgreSQL, PgBouncer in transaction pooling mode, N 
     await waitFor(() => processesWithEnv('CLUSTER_DATA_DIR', cluster.dataDir).length === 0, 5_000);
     expect(describeProcesses(processesWithEnv('CLUSTER_DATA_DIR', cluster.dataDir))).to.equal('');
   });
+  it('CLUSTER_DELIVERY_INSTANCES=1: one more instance, at nice 10, delivers the outbound webhooks; the webhook\'s instance stores them and delivers none', async () => {
+    const receiver = await new Receiver().start();
+    try {
+      const cluster = await startCluster(
+        {
+          CLUSTER_INSTANCES: '1',
+          CLUSTER_DELIVERY_INSTANCES: '1',
+          DATABASE_URL: testDatabase().url,
+          CREDENTIAL_CACHE_TTL_MS: '0',
+          OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true',
+          OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true',
+        },
+        'node',
+      );
+      const [front, delivery] = cluster.instances();
+      expect(cluster.run.stdout, describeRun(cluster.run)).to.match(/^instance 2 http:\S+ pid \d+ \(delivers outbound webhooks, nice 10\)$/m);
+      expect(cluster.run.stdout).to.include('cluster ready: 1 instances and 1 delivering outbound webhooks');
+      expect(niceness(front!.pid)).to.equal(0);
+      expect(niceness(delivery!.pid)).to.equal(10);
+
+      const user = await createUserFixture();
+      const created = await fetch(`${front!.url}/api/v1/webhook-endpoints`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Access-Token': user.accessToken },
+        body: JSON.stringify({ url: receiver.url, event_types: ['conversation.events'] }),
+      });
+      expect(created.status, await created.clone().text()).to.equal(201);
+      const conversationId = randomUUID();
+      const batch = Array.from({ length: 3 }, () => minimalEvent('MessageEvent', { id: randomUUID() }));
+      const posted = await fetch(`${front!.url}${webhookPath(conversationId)}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': user.sessionApiKey },
+        body: JSON.stringify(batch),
+      });
+      expect(posted.status).to.equal(200);
+
+      const delivered = await waitFor(() => receiver.ofType('conversation.events').length > 0, 20_000);
+      expect(delivered, 'nothing was delivered').to.equal(true);
+      const [message] = receiver.ofType('conversation.events');
+      expect((message!.data.events as { id: string }[]).map((event) => event.id)).to.deep.equal(batch.map((event) => event.id));
+      // Who made the attempt: each instance counts its own.
+      const succeeded = async (url: string) => {
+        const text = await (await fetch(`${url}/metrics`)).text();
+        const line = text.split('\n').find((l) => l.startsWith('outbound_webhook_attempts_total{') && l.includes('outcome="succeeded"'));
+        return line ? Number(line.split(' ').at(-1)) : 0;
+      };
+      expect(await succeeded(delivery!.url)).to.equal(1);
+      expect(await succeeded(front!.url)).to.equal(0);
+    } finally {
+      await receiver.stop();
+    }
+  });
 });
+
+/** A process's nice value (field 19 of /proc/<pid>/stat). */
+function niceness(pid: number): number {
+  return Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+}

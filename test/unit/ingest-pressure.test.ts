@@ -87,16 +87,14 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
     }
   });
 
-  it('runs units one at a time, without a rest, while the webhook is busy but its batches do not queue up', async function () {
+  it('runs units at once while the webhook is busy but has room (its batches do not queue up, its loop is not saturated)', async function () {
     this.timeout(5_000);
     const { pressure, stop } = await pressed(1);
     try {
       expect(pressure.busy()).to.equal(true);
       expect(pressure.restFactor()).to.equal(0);
-      const ran = await runUnits(new OutboundGate(pressure), 3, 20);
-      for (const [previous, next] of [[ran[0]!, ran[1]!], [ran[1]!, ran[2]!]] as const) {
-        expect(next.started - previous.started).to.be.within(previous.took - 1, previous.took + 40);
-      }
+      const ran = await runUnits(new OutboundGate(pressure), 4, 30);
+      expect(Math.max(...ran.map((unit) => unit.started))).to.be.below(15);
     } finally {
       stop();
     }
