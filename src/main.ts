@@ -62,7 +62,9 @@ async function main(): Promise<void> {
   logger.info({ url, docs: `${url}/docs`, database: config.database.kind }, `listening on ${url} — API reference: ${url}/docs`);
   try {
     await built.rateLimitInstances.start();
-    built.sharedPressure.start(config.outboundWebhooks.worker || config.search.indexer);
+    // OUTBOUND_WEBHOOK_YIELD_ABOVE=0: work behind the webhook here yields to no webhook, this one's or another's.
+    const yields = config.outboundWebhooks.yieldAboveBatchesPerSecond > 0;
+    built.sharedPressure.start(yields && (config.outboundWebhooks.worker || config.search.indexer));
     if (config.search.indexer) built.searchIndexer.start();
   } catch (error) {
     server.close();
