@@ -11,10 +11,11 @@ const FRESH_MS = 3 * EXCHANGE_MS;
 
 /**
  * The webhook's pressure across instances (table `ingest_pressure`): an instance whose webhook is busy
- * reports its rest factor every second; an instance that works behind webhooks (delivery, indexing) yields
- * to the busiest one reported, as to its own webhook (one unit at a time, resting the highest factor). So a delivery instance of its own (the webhook's
- * instances with `OUTBOUND_WEBHOOK_WORKER=false`) still leaves them the CPU and the database they need.
- * Built by services.ts, started by main.ts: an app never started yields to its own webhook only.
+ * reports its rest factor every second; an instance that works behind webhooks (delivery, indexing)
+ * yields to the busiest one reported as to its own webhook (one unit at a time, resting the highest
+ * factor). So a delivery instance of its own (the webhook's instances with `OUTBOUND_WEBHOOK_WORKER=false`)
+ * still leaves them the CPU and the database they need. Built by services.ts, started by main.ts: an app
+ * never started yields to its own webhook only.
  */
 export class SharedIngestPressure implements Pressure {
   private readonly instanceId = randomUUID();
