@@ -43,6 +43,7 @@ import { WebhookEndpointService } from '../src/outbound/webhook-endpoint-service
 import { secretBoxFor } from '../src/workspaces/setup.ts';
 import { SERVER_NODE_FLAGS, serverNodeArgs } from '../src/server-node-flags.ts';
 import { stopChild } from './lib/stop-child.ts';
+import { benchDeliveryNice, DELIVERY_INSTANCE_ENV, WEBHOOK_INSTANCE_ENV } from './lib/delivery-instance.ts';
 import { personalPrincipal } from './lib/personal-principal.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -53,10 +54,7 @@ const EVENTS = Number(process.env.BENCH_DELIVERY_EVENTS ?? 50_000);
 const OPEN_SECONDS = Number(process.env.BENCH_DELIVERY_SECONDS ?? 30);
 const DRAIN_LIMIT_MS = Number(process.env.BENCH_DELIVERY_DRAIN_SECONDS ?? 120) * 1000;
 /** The background instance's niceness when the server is split in two (BENCH_DELIVERY_INSTANCE), else undefined. */
-const BACKGROUND_NICE = process.env.BENCH_DELIVERY_INSTANCE ? Number(process.env.BENCH_DELIVERY_INSTANCE) : undefined;
-if (BACKGROUND_NICE !== undefined && !(Number.isInteger(BACKGROUND_NICE) && BACKGROUND_NICE >= 0 && BACKGROUND_NICE <= 19)) {
-  throw new Error(`BENCH_DELIVERY_INSTANCE must be a niceness from 0 to 19, got "${process.env.BENCH_DELIVERY_INSTANCE}"`);
-}
+const BACKGROUND_NICE = benchDeliveryNice();
 
 /** What the receiver saw: first deliveries per second, latencies of the messages made in a window. */
 class Receiver {
@@ -306,7 +304,7 @@ async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-delivery-'));
   const url = `http://127.0.0.1:${port}`;
   const extraFlags = process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const startServer = (serverPort: number, env: Record<string, string>) =>
+  const startServer = (serverPort: number, env: Readonly<Record<string, string>>) =>
     tracked(spawn(process.execPath, serverNodeArgs('src/main.ts', [...SERVER_NODE_FLAGS, ...extraFlags]), {
       cwd: SERVER_ROOT,
       env: {
@@ -322,13 +320,13 @@ async function main(): Promise<void> {
       stdio: ['ignore', 'inherit', 'inherit'],
     }));
   const split = BACKGROUND_NICE !== undefined;
-  const server = startServer(port, split ? { OUTBOUND_WEBHOOK_WORKER: 'false' } : {});
+  const server = startServer(port, split ? WEBHOOK_INSTANCE_ENV : {});
   const servers = [server];
   let backgroundUrl: string | undefined;
   if (split) {
     const backgroundPort = await freePort();
     backgroundUrl = `http://127.0.0.1:${backgroundPort}`;
-    const background = startServer(backgroundPort, { SEARCH_INDEXER: 'false' });
+    const background = startServer(backgroundPort, DELIVERY_INSTANCE_ENV);
     os.setPriority(background.pid!, BACKGROUND_NICE);
     servers.push(background);
   }

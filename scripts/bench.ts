@@ -32,14 +32,11 @@ import { createLogger } from '../src/logger.ts';
 import { generateSecret, hashSecret } from '../src/identity/secrets.ts';
 import { serverNodeArgs } from '../src/server-node-flags.ts';
 import { stopChild } from './lib/stop-child.ts';
+import { benchDeliveryNice, DELIVERY_INSTANCE_ENV, WEBHOOK_INSTANCE_ENV } from './lib/delivery-instance.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KIT = path.resolve(ROOT, process.env.BENCH_KIT ?? '../shared/bench');
-/** BENCH_DELIVERY_INSTANCE: the delivery instance's niceness, when the server is split in two. */
-const backgroundNice = process.env.BENCH_DELIVERY_INSTANCE ? Number(process.env.BENCH_DELIVERY_INSTANCE) : undefined;
-if (backgroundNice !== undefined && !(Number.isInteger(backgroundNice) && backgroundNice >= 0 && backgroundNice <= 19)) {
-  throw new Error(`BENCH_DELIVERY_INSTANCE must be a niceness from 0 to 19, got "${process.env.BENCH_DELIVERY_INSTANCE}"`);
-}
+const backgroundNice = benchDeliveryNice();
 
 async function waitForReady(url: string): Promise<void> {
   for (let attempt = 0; attempt < 300; attempt++) {
@@ -274,15 +271,15 @@ async function main(): Promise<void> {
   const url = `http://127.0.0.1:${port}`;
   const outbound = endpointCount > 0 ? { OUTBOUND_WEBHOOK_ALLOW_HTTP: 'true', OUTBOUND_WEBHOOK_ALLOW_PRIVATE: 'true' } : {};
   // BENCH_SERVER_NODE_FLAGS: the server's Node.js flags instead of SERVER_NODE_FLAGS ('' for none), to compare runtime settings.
-  const startServer = (serverPort: number, env: Record<string, string>) =>
+  const startServer = (serverPort: number, env: Readonly<Record<string, string>>) =>
     spawn(process.execPath, serverNodeArgs('src/main.ts', process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean)), {
       cwd: ROOT,
       env: { ...process.env, ...outbound, DATABASE_URL: database.url, PORT: String(serverPort), LOG_LEVEL: 'warn', ...env },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
-  const server = startServer(port, backgroundNice === undefined ? {} : { OUTBOUND_WEBHOOK_WORKER: 'false' });
-  const backgroundPort = await freePort();
-  const background = backgroundNice === undefined ? undefined : startServer(backgroundPort, { SEARCH_INDEXER: 'false' });
+  const server = startServer(port, backgroundNice === undefined ? {} : WEBHOOK_INSTANCE_ENV);
+  const backgroundPort = backgroundNice === undefined ? undefined : await freePort();
+  const background = backgroundPort === undefined ? undefined : startServer(backgroundPort, DELIVERY_INSTANCE_ENV);
   if (background) os.setPriority(background.pid!, backgroundNice!);
   const started = new Date();
   const openLoopRate = Number(process.env.BENCH_OPEN_LOOP_RATE ?? 1000);

@@ -14,6 +14,7 @@ import { setPriority, userInfo } from 'node:os';
 import { createLogger } from '../src/logger.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/db/embedded-postgres.ts';
 import { serverNodeArgs } from '../src/server-node-flags.ts';
+import { DELIVERY_INSTANCE_ENV, WEBHOOK_INSTANCE_ENV } from './lib/delivery-instance.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -233,11 +234,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: process.env.LOG_LEVEL || 'info',
     };
     delete env.EMBEDDED_PG_PORT;
-    if (deliveryInstances > 0) {
-      env.OUTBOUND_WEBHOOK_WORKER = String(delivers);
-      // The indexer stays with the webhook, whose load it yields to (docs/search.md).
-      if (delivers) env.SEARCH_INDEXER = 'false';
-    }
+    if (deliveryInstances > 0) Object.assign(env, delivers ? DELIVERY_INSTANCE_ENV : WEBHOOK_INSTANCE_ENV);
     return env;
   };
   const start = async (index: number): Promise<boolean> => {
