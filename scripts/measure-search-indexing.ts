@@ -83,10 +83,8 @@ class StatementTimes {
 
   private add(text: string, values: unknown[] | undefined, ms: number): void {
     const name = /insert into event_search|copy event_search/.test(text) ? 'insert index rows'
-      : /exists \(select from unnest/.test(text) ? 'rows present?'
       : /join conversation_events e on e.conversation_id = r.id/.test(text) ? 'read pending events'
-      : /update conversations c set search_from/.test(text) ? 'advance watermarks'
-      : /for update/.test(text) ? 'lock conversations'
+      : /update conversations c set search_from/.test(text) ? 'move marks'
       : /search_from is not null/.test(text) ? 'pending ranges'
       : /advisory/.test(text) ? 'advisory lock'
       : /^\s*(begin|commit|rollback|savepoint|release)/i.test(text) ? 'begin/commit'

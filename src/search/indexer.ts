@@ -28,9 +28,10 @@ export interface IndexCycle {
 
 /**
  * Fills `event_search` from what the webhook stored, behind it: the webhook only marks a conversation
- * (`search_from`); each cycle reads marked conversations' new events, extracts their text and, in the
- * same transaction, inserts the index rows and moves the marks. A crash rolls both back, so nothing is
- * lost and nothing indexed twice; a transaction-level advisory lock lets one instance index at a time.
+ * (`search_from`); each cycle reads marked conversations' events after their last index row, extracts
+ * their text and, in one transaction, inserts the index rows and moves the marks it can. The index rows
+ * are their own watermark, so a crash loses nothing and indexes nothing twice; a transaction-level
+ * advisory lock lets one instance index at a time.
  */
 export class SearchIndexer {
   private timer: NodeJS.Timeout | undefined;
@@ -95,18 +96,26 @@ export class SearchIndexer {
       const perConversation = Math.min(EVENTS_PER_CONVERSATION, batchEvents);
       const ranges = await queries.pendingRanges(trx, this.resumeAfter, CONVERSATIONS_PER_CYCLE, perConversation);
       const taken: queries.PendingRange[] = [];
+      // Marks to move: past each range indexed now, and past the index rows for a mark left behind them.
+      const marks: queries.IndexedThrough[] = [];
       let budget = batchEvents;
+      let last: string | null = null;
       for (const range of ranges) {
-        if (budget <= 0) break;
-        const to = Math.min(range.to_seq, range.from_seq + budget - 1);
-        taken.push({ ...range, to_seq: to });
-        budget -= to - range.from_seq + 1;
+        if (range.to_seq < range.from_seq) marks.push({ id: range.id, through: range.from_seq - 1 });
+        else if (budget <= 0) break;
+        else {
+          const to = Math.min(range.to_seq, range.from_seq + budget - 1);
+          taken.push({ ...range, to_seq: to });
+          marks.push({ id: range.id, through: to });
+          budget -= to - range.from_seq + 1;
+        }
+        last = range.id;
       }
-      if (taken.length === 0) {
+      if (marks.length === 0) {
         this.resumeAfter = null;
         return { skipped: false, conversations: 0, events: 0 };
       }
-      const events = await queries.pendingEvents(trx, taken);
+      const events = taken.length === 0 ? [] : await queries.pendingEvents(trx, taken);
       const owners = new Map(taken.map((range) => [range.id, range.owner_id]));
       const rows: IndexRow[] = [];
       for (const [i, event] of events.entries()) {
@@ -121,12 +130,11 @@ export class SearchIndexer {
           lexemes: indexLexemes(textOfPayload(event.payload)),
         });
       }
-      // Under the lock the watermarks say no row is there yet: a binary COPY; should one be, the insert that skips it.
-      if (await queries.indexRowsPresent(trx, taken)) await queries.insertIndexRows(trx, rows);
-      else await queries.copyIndexRows(trx, rows);
-      await queries.advanceWatermarks(trx, taken);
-      this.resumeAfter = taken[taken.length - 1]!.id;
-      return { skipped: false, conversations: taken.length, events: events.length };
+      // Each range starts after its conversation's last index row, and one instance indexes at a time: none is there yet.
+      if (rows.length > 0) await queries.copyIndexRows(trx, rows);
+      await queries.moveMarks(trx, marks);
+      this.resumeAfter = last;
+      return { skipped: false, conversations: marks.length, events: events.length };
     });
   }
 
@@ -136,8 +144,9 @@ export class SearchIndexer {
     for (;;) {
       const cycle = await this.indexOnce();
       events += cycle.events;
-      if (cycle.skipped) await new Promise((resolve) => setTimeout(resolve, 20));
-      else if (cycle.conversations === 0) return events;
+      if (cycle.conversations === 0 && !cycle.skipped) return events;
+      // Another instance's cycle, or only marks a webhook transaction held: again in a moment.
+      if (cycle.events === 0) await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
 }

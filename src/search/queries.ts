@@ -4,7 +4,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { sqlRows, sqlRun, type SqlRunner } from '../db/sql.ts';
 import { INDEX_COLUMNS, IndexRowsCopy, type IndexRow } from './copy-rows.ts';
 import type { SearchQuery, SearchTerm } from './query.ts';
-import { quoteLexeme, vectorLiteral } from './text.ts';
+import { quoteLexeme } from './text.ts';
 
 /** The search index's SQL: the indexer's reads and writes, the hits, their count, the watermark. */
 
@@ -119,7 +119,10 @@ export async function indexedThrough(em: EntityManager, ownerId: string | null, 
   return row!.through;
 }
 
-/** A conversation with events waiting to be indexed: `fromSeq` to `toSeq`. */
+/**
+ * A conversation with events waiting to be indexed: `from_seq` to `to_seq`; none (`to_seq < from_seq`) when
+ * its mark is behind what the index holds already (a mark the indexer could not move: it only marks).
+ */
 export interface PendingRange {
   id: string;
   owner_id: string;
@@ -133,16 +136,25 @@ export async function tryLockIndexer(trx: SqlRunner, lockId: number): Promise<bo
   return row!.locked;
 }
 
-/** Conversations with events not indexed yet, from the one after `after` in id order (wrapping round), `perConversation` events of each at most. */
+/**
+ * Conversations with events not indexed yet, from the one after `after` in id order (wrapping round),
+ * `perConversation` events of each at most. What is owed starts after the last index row (one probe of
+ * the primary key): the index is its own watermark, the mark `search_from` only a lower bound.
+ */
 export function pendingRanges(trx: SqlRunner, after: string | null, conversations: number, perConversation: number): Promise<PendingRange[]> {
   return sqlRows<PendingRange>(
     trx,
-    `(select c.id, c.owner_id, c.search_from as from_seq, least(c.event_count, c.search_from + $2 - 1) as to_seq
-      from conversations c where c.search_from is not null and ($3::uuid is null or c.id > $3::uuid) order by c.id limit $1)
-     union all
-     (select c.id, c.owner_id, c.search_from, least(c.event_count, c.search_from + $2 - 1)
-      from conversations c where c.search_from is not null and $3::uuid is not null and c.id <= $3::uuid order by c.id limit $1)
-     limit $1`,
+    `select p.id, p.owner_id, f.from_seq, least(p.event_count, f.from_seq + $2 - 1) as to_seq
+     from ((select 1 as round, c.id, c.owner_id, c.search_from, c.event_count
+            from conversations c where c.search_from is not null and ($3::uuid is null or c.id > $3::uuid) order by c.id limit $1)
+           union all
+           (select 2, c.id, c.owner_id, c.search_from, c.event_count
+            from conversations c where c.search_from is not null and $3::uuid is not null and c.id <= $3::uuid order by c.id limit $1)
+           limit $1) p
+     cross join lateral (
+       select greatest(p.search_from, coalesce((select s.seq from event_search s where s.conversation_id = p.id order by s.seq desc limit 1), 0) + 1) as from_seq
+     ) f
+     order by p.round, p.id`,
     [conversations, perConversation, after],
   );
 }
@@ -169,19 +181,6 @@ export function pendingEvents(trx: SqlRunner, ranges: readonly PendingRange[]): 
   );
 }
 
-/** Whether any event of the ranges is in the index already (never, while the watermarks hold: then a plain COPY is safe). */
-export async function indexRowsPresent(trx: SqlRunner, ranges: readonly PendingRange[]): Promise<boolean> {
-  const [row] = await sqlRows<{ present: boolean }>(
-    trx,
-    // The first row at or after each range's start, by the primary key: a join let the planner pick a sequential scan of the index table.
-    `select exists (select from unnest($1::uuid[], $2::integer[], $3::integer[]) r(id, from_seq, to_seq)
-       cross join lateral (select s.seq from event_search s where s.conversation_id = r.id and s.seq >= r.from_seq order by s.seq limit 1) first
-       where first.seq <= r.to_seq) as present`,
-    [ranges.map((r) => r.id), ranges.map((r) => r.from_seq), ranges.map((r) => r.to_seq)],
-  );
-  return row!.present;
-}
-
 /** The index rows of events, in the order they were received (their ordinals, so hits come newest first), by a binary COPY. */
 export async function copyIndexRows(trx: Knex.Transaction, rows: readonly IndexRow[]): Promise<void> {
   const copy = new IndexRowsCopy();
@@ -199,41 +198,25 @@ export async function copyIndexRows(trx: Knex.Transaction, rows: readonly IndexR
   }
 }
 
-/** The same rows by an insert that leaves a row already there (the slow path, when `indexRowsPresent`). */
-export function insertIndexRows(trx: SqlRunner, rows: readonly IndexRow[]): Promise<number> {
-  return sqlRun(
-    trx,
-    `insert into event_search ${INDEX_COLUMNS}
-     select r.conversation_id, r.seq, r.owner_id, r.kind, r.source,
-       timestamptz 'epoch' + r.event_micros * interval '1 microsecond', r.lexemes::tsvector
-     from unnest($1::uuid[], $2::integer[], $3::uuid[], $4::text[], $5::text[], $6::bigint[], $7::text[])
-       with ordinality as r(conversation_id, seq, owner_id, kind, source, event_micros, lexemes, received)
-     order by r.received
-     on conflict (conversation_id, seq) do nothing`,
-    [
-      rows.map((r) => r.conversationId),
-      rows.map((r) => r.seq),
-      rows.map((r) => r.ownerId),
-      rows.map((r) => r.kind),
-      rows.map((r) => r.source),
-      rows.map((r) => r.eventMicros),
-      rows.map((r) => vectorLiteral(r.lexemes)),
-    ],
-  );
+/** A conversation's mark to move: every event up to `through` is in the index. */
+export interface IndexedThrough {
+  id: string;
+  through: number;
 }
 
 /**
- * Moves each conversation's watermark past what was indexed (cleared when it has caught up), in the index
- * rows' transaction. The rows are locked first in id order, as the ingest locks them, so the two cannot deadlock.
+ * Moves each conversation's mark past what the index holds (cleared when it has caught up), in the index
+ * rows' transaction. A row the webhook has locked is skipped, not waited for: waiting would hold the
+ * rows locked before it, and the webhook's requests behind them; its mark stays a lower bound, moved next time.
  */
-export async function advanceWatermarks(trx: SqlRunner, ranges: readonly PendingRange[]): Promise<number> {
-  await sqlRows(trx, 'select id from conversations where id = any($1::uuid[]) order by id for update', [ranges.map((r) => r.id)]);
+export function moveMarks(trx: SqlRunner, marks: readonly IndexedThrough[]): Promise<number> {
   return sqlRun(
     trx,
-    `update conversations c set search_from = case when c.event_count > r.to_seq then r.to_seq + 1 end
-     from unnest($1::uuid[], $2::integer[], $3::integer[]) r(id, from_seq, to_seq)
-     where c.id = r.id and c.search_from = r.from_seq`,
-    [ranges.map((r) => r.id), ranges.map((r) => r.from_seq), ranges.map((r) => r.to_seq)],
+    `update conversations c set search_from = case when c.event_count > r.through then r.through + 1 end
+     from unnest($1::uuid[], $2::integer[]) r(id, through)
+     where c.id = r.id and c.search_from <= r.through + 1
+       and c.id in (select l.id from conversations l where l.id = any($1::uuid[]) for no key update skip locked)`,
+    [marks.map((m) => m.id), marks.map((m) => m.through)],
   );
 }
 

@@ -292,7 +292,7 @@ function lexemeCollector(lexemes: IndexLexemes): (lexeme: string, position: numb
 }
 
 /** The tsvector literal of index lexemes (what `lexemes::tsvector` reads). */
-export function vectorLiteral(lexemes: IndexLexemes): string {
+function vectorLiteral(lexemes: IndexLexemes): string {
   const parts: string[] = [];
   for (const [lexeme, positions] of lexemes) parts.push(`${quoteLexeme(lexeme)}:${positions.join(',')}`);
   return parts.join(' ');

@@ -359,7 +359,7 @@ describe('GET /api/v1/search/events', () => {
       expect(response.body.detail[0].loc).to.deep.equal(['query', 'cursor']);
     });
 
-    it('indexes by binary COPY, and by an insert that skips rows already there when a watermark is behind them: the same rows either way', async () => {
+    it('indexes by binary COPY after the last index row: a mark behind the index rows indexes nothing twice', async () => {
       const sql = async <T>(query: string, values: unknown[] = []) => (await testDatabase().orm.em.getConnection().execute(query, values)) as T[];
       const conversation = randomUUID();
       await post(owner, conversation, [message('user', 'zebracopy parseDuration Straße 東京都 it\'s a\\b'), message('agent', 'zebracopy two')]);
@@ -372,7 +372,7 @@ describe('GET /api/v1/search/events', () => {
         );
       const copied = await rows();
       expect(copied.map((row) => row.exact)).to.deep.equal([true, true]);
-      // The watermark moved back over indexed events (as if a crash had left the index ahead of it).
+      // The mark moved back over indexed events (as one the indexer could not move leaves it).
       await post(owner, conversation, [message('agent', 'zebracopy three')]);
       await sql('update conversations set search_from = 1 where id = ?', [conversation]);
       await indexer.catchUp();
@@ -380,14 +380,42 @@ describe('GET /api/v1/search/events', () => {
       expect(after.slice(0, 2)).to.deep.equal(copied);
       expect(after).to.have.length(3);
       expect(after[2]!.exact).to.equal(true);
-      const [inserted] = await sql<{ lexemes: string }>(
+      const [mark] = await sql<{ search_from: number | null }>('select search_from from conversations where id = ?', [conversation]);
+      expect(mark!.search_from).to.equal(null);
+      const [literal] = await sql<{ lexemes: string }>(
         `select ?::tsvector::text as lexemes`,
         [(await import('../../src/search/text.ts')).indexVector('zebracopy parseDuration Straße 東京都 it\'s a\\b')],
       );
-      expect(copied[0]!.lexemes).to.equal(inserted!.lexemes);
+      expect(copied[0]!.lexemes).to.equal(literal!.lexemes);
       expect(await count(owner, { q: 'zebracopy' })).to.equal(3);
       expect(await count(owner, { q: '"parse duration"' })).to.equal(1);
       expect(await count(owner, { q: '京都' })).to.equal(1);
+    });
+
+    it('does not wait for a conversation the webhook holds: indexes its events, leaves its mark, and moves it once free', async () => {
+      const sql = async <T>(query: string, values: unknown[] = []) => (await testDatabase().orm.em.getConnection().execute(query, values)) as T[];
+      await indexer.catchUp();
+      const [held, free] = [randomUUID(), randomUUID()];
+      await post(owner, held, [message('user', 'zebraheld one'), message('agent', 'zebraheld two')]);
+      await post(owner, free, [message('user', 'zebraheld three')]);
+      const marks = async () =>
+        Object.fromEntries(
+          (await sql<{ id: string; search_from: number | null }>('select id, search_from from conversations where id in (?, ?)', [held, free])).map((row) => [row.id, row.search_from]),
+        );
+      const webhook = await testDatabase().orm.em.getConnection().getKnex().transaction();
+      try {
+        // As the ingest holds a conversation it stores into.
+        await webhook.raw('select id from conversations where id = ? for update', [held]);
+        const cycle = await Promise.race([indexer.indexOnce(), new Promise((resolve) => setTimeout(resolve, 5_000, 'waited'))]);
+        expect(cycle).to.deep.include({ skipped: false, events: 3 });
+        expect(await marks()).to.deep.equal({ [held]: 1, [free]: null });
+      } finally {
+        await webhook.rollback();
+      }
+      expect(await count(owner, { q: 'zebraheld' })).to.equal(3);
+      expect(await indexer.catchUp()).to.equal(0);
+      expect(await marks()).to.deep.equal({ [held]: null, [free]: null });
+      expect(await count(owner, { q: 'zebraheld' })).to.equal(3);
     });
 
     it('removes the index rows of deleted events (retention)', async () => {
