@@ -151,9 +151,8 @@ export function pendingRanges(trx: SqlRunner, after: string | null, conversation
            (select 2, c.id, c.owner_id, c.search_from, c.event_count
             from conversations c where c.search_from is not null and $3::uuid is not null and c.id <= $3::uuid order by c.id limit $1)
            limit $1) p
-     cross join lateral (
-       select greatest(p.search_from, coalesce((select s.seq from event_search s where s.conversation_id = p.id order by s.seq desc limit 1), 0) + 1) as from_seq
-     ) f
+     left join lateral (select s.seq from event_search s where s.conversation_id = p.id order by s.seq desc limit 1) last on true
+     cross join lateral (select greatest(p.search_from, coalesce(last.seq, 0) + 1) as from_seq) f
      order by p.round, p.id`,
     [conversations, perConversation, after],
   );
