@@ -4,7 +4,7 @@
  * fixtures in test/fixtures/agent-server/), then runs the SearchIndexer's `catchUp` and reports events/s,
  * CPU per 1,000 events in Node (process.cpuUsage) and in PostgreSQL (the backends' CPU from /proc, so the
  * database must run on this machine), the wall time of each statement, the extraction's phases alone,
- * the EXPLAIN (ANALYZE, BUFFERS) of the largest insert, and the bytes of `event_search` per event.
+ * and the bytes of `event_search` per event.
  *
  *   MEASURE_DATABASE_URL=postgres://postgres@127.0.0.1:5432/measureindexing npm run measure:indexing -- --events 20000
  *
@@ -56,10 +56,9 @@ function processCpuMs(pid: number): number {
   }
 }
 
-/** Wall time of each statement the pg driver runs, by what it does; the largest index insert kept for EXPLAIN. */
+/** Wall time of each statement the pg driver runs, by what it does. */
 class StatementTimes {
   readonly ms = new Map<string, number>();
-  largestInsert: { text: string; values: unknown[]; rows: number } | undefined;
   /** Statements are counted only while the catchUp runs. */
   active = false;
 
@@ -67,12 +66,11 @@ class StatementTimes {
     const times = this;
     const original = pg.Client.prototype.query as (...a: unknown[]) => unknown;
     (pg.Client.prototype as { query: unknown }).query = function (this: pg.Client, ...a: unknown[]) {
-      const config = a[0] as { text?: string; values?: unknown[] } | string;
+      const config = a[0] as { text?: string } | string;
       const text = typeof config === 'string' ? config : (config.text ?? '');
-      const values = typeof config === 'string' ? (a[1] as unknown[] | undefined) : config.values;
       const started = performance.now();
       const result = original.apply(this, a);
-      const done = () => times.add(text, values, performance.now() - started);
+      const done = () => times.add(text, performance.now() - started);
       if (!times.active) return result;
       if (result instanceof Promise) void result.then(done, () => undefined);
       // A COPY: its stream finishes when the server has taken the rows.
@@ -81,7 +79,7 @@ class StatementTimes {
     };
   }
 
-  private add(text: string, values: unknown[] | undefined, ms: number): void {
+  private add(text: string, ms: number): void {
     const name = /insert into event_search|copy event_search/.test(text) ? 'insert index rows'
       : /join conversation_events e on e.conversation_id = r.id/.test(text) ? 'read pending events'
       : /update conversations c set search_from/.test(text) ? 'move marks'
@@ -90,8 +88,6 @@ class StatementTimes {
       : /^\s*(begin|commit|rollback|savepoint|release)/i.test(text) ? 'begin/commit'
       : 'other';
     this.ms.set(name, (this.ms.get(name) ?? 0) + ms);
-    const rows = Array.isArray(values?.[0]) ? (values[0] as unknown[]).length : 0;
-    if (name === 'insert index rows' && !/^\s*copy/.test(text) && rows > (this.largestInsert?.rows ?? 0)) this.largestInsert = { text, values: values!, rows };
   }
 }
 
@@ -179,14 +175,6 @@ async function main(): Promise<void> {
   const lexemesOf = (searchText as { indexLexemes?: (text: string) => Map<string, number[]> }).indexLexemes;
   const lexemesMs = lexemesOf ? cpu(() => { for (const t of texts) sink += lexemesOf(t).size; }) : undefined;
 
-  let plan: string[] = [];
-  if (times.largestInsert) {
-    const { text, values, rows } = times.largestInsert;
-    await q('begin');
-    await q('delete from event_search where (conversation_id, seq) in (select * from unnest($1::uuid[], $2::integer[]))', [values[0], values[1]]);
-    plan = [`(${rows} rows, deleted first in the same rolled-back transaction)`, ...(await q<{ 'QUERY PLAN': string }>(`explain (analyze, buffers) ${text}`, values)).map((row) => row['QUERY PLAN'])];
-    await q('rollback');
-  }
   const [load] = fs.readFileSync('/proc/loadavg', 'utf8').split(' ');
   const statements = [...times.ms].sort((a, b) => b[1] - a[1]).map(([name, ms]) => `${name} ${per1000(ms)}`).join(', ');
 
@@ -202,8 +190,6 @@ async function main(): Promise<void> {
   console.log(`| tsvector per event: lexemes, bytes stored, literal chars | ${size!.lexemes}, ${size!.vector_bytes}, ${(literal / texts.length).toFixed(0)} |`);
   console.log(`| event_search bytes per event: total, table+TOAST, indexes | ${perEvent(size!.total!)}, ${perEvent(size!.heap_and_toast!)}, ${perEvent(size!.indexes!)} |`);
   console.log(`| per index, bytes per event | ${indexes.map((index) => `${index.name} ${perEvent(index.bytes)}`).join(', ')} |`);
-  if (plan.length > 0) console.log(`\nThe largest insert: EXPLAIN (ANALYZE, BUFFERS) ${plan[0]}\n\n\`\`\`\n${plan.slice(1).join('\n')}\n\`\`\``);
-  else console.log('\nNo insert statement to explain: the rows went by COPY.');
   if (sink < 0) console.log(sink);
   knexClient.releaseConnection(own);
   await database.close();

@@ -121,7 +121,7 @@ export async function indexedThrough(em: EntityManager, ownerId: string | null, 
 
 /**
  * A conversation with events waiting to be indexed: `from_seq` to `to_seq`; none (`to_seq < from_seq`) when
- * its mark is behind what the index holds already (a mark the indexer could not move: it only marks).
+ * its mark is behind what the index holds already (the webhook held the conversation when the mark was to move).
  */
 export interface PendingRange {
   id: string;
