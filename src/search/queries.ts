@@ -218,13 +218,3 @@ export function moveMarks(trx: SqlRunner, marks: readonly IndexedThrough[]): Pro
     [marks.map((m) => m.id), marks.map((m) => m.through)],
   );
 }
-
-/** How many conversations and events wait for the indexer (for /metrics and tests). */
-export async function indexBacklog(em: EntityManager): Promise<{ conversations: number; events: number }> {
-  const [row] = await sqlRows<{ conversations: number; events: number }>(
-    em,
-    `select count(*)::integer as conversations, coalesce(sum(event_count - search_from + 1), 0)::integer as events
-     from conversations where search_from is not null`,
-  );
-  return row!;
-}
