@@ -31,7 +31,7 @@ export async function buildConsole(): Promise<number> {
   const started = performance.now();
   // Loaded only when building: a server with a built bundle never loads esbuild.
   const { build } = await import('esbuild');
-  await build({
+  const { outputFiles } = await build({
     entryPoints: [
       { in: path.join(CONSOLE_SOURCE_DIR, 'main.ts'), out: 'console' },
       { in: path.join(CONSOLE_SOURCE_DIR, 'console.css'), out: 'console' },
@@ -45,7 +45,15 @@ export async function buildConsole(): Promise<number> {
     tsconfig: path.join(PACKAGE_ROOT, 'console', 'tsconfig.json'),
     legalComments: 'none',
     logLevel: 'silent',
+    write: false,
   });
+  // Each file whole or not at all: another process (a server, a test shard) may read it while this one builds.
+  fs.mkdirSync(CONSOLE_DIST_DIR, { recursive: true });
+  for (const file of outputFiles) {
+    const partial = `${file.path}.${process.pid}.tmp`;
+    fs.writeFileSync(partial, file.contents);
+    fs.renameSync(partial, file.path);
+  }
   assets = undefined;
   return performance.now() - started;
 }

@@ -344,7 +344,8 @@ describe('webhook group commit', () => {
             await testDatabase()
               .orm.em.getConnection()
               .execute<{ n: number }[]>(
-                `select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%ingest_event_batches(%'`,
+                `select count(*)::int as n from pg_stat_activity
+                  where datname = current_database() and wait_event_type = 'Lock' and query like '%ingest_event_batches(%'`,
               )
           )[0]!.n;
         for (let tries = 0; (await waiting()) === 0; tries++) {

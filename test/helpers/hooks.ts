@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { migrate, openDatabase, type Database } from '../../src/db/database.ts';
@@ -139,18 +141,37 @@ async function emptyUsedTables(): Promise<void> {
   }
 }
 
+/**
+ * Seconds per test file, each test counted from the end of the one before (so with its hooks), written to
+ * TEST_TIMINGS_OUT at the end: how `npm test` balances its shards (scripts/run-tests.ts, test/timings.json).
+ */
+const secondsPerFile: Record<string, number> = {};
+let lastTestEnded = 0;
+const REPOSITORY_ROOT = path.resolve(import.meta.dirname, '..', '..');
+
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
     this.timeout(60_000);
     database = await openDatabase(testConfig().database, createLogger('warn'));
     await recreateSchema(database);
+    lastTestEnded = performance.now();
   },
   async beforeEach() {
     await emptyUsedTables();
     // Delivery jobs of earlier tests would name messages that no longer exist.
     await testDatabase().orm.em.getConnection().execute(`delete from pgboss.job`);
   },
+  afterEach(this: Mocha.Context) {
+    const now = performance.now();
+    const file = this.currentTest?.file;
+    if (file) {
+      const name = path.relative(REPOSITORY_ROOT, file).split(path.sep).join('/');
+      secondsPerFile[name] = (secondsPerFile[name] ?? 0) + (now - lastTestEnded) / 1000;
+    }
+    lastTestEnded = now;
+  },
   async afterAll() {
     await database?.close();
+    if (process.env.TEST_TIMINGS_OUT) fs.writeFileSync(process.env.TEST_TIMINGS_OUT, JSON.stringify(secondsPerFile));
   },
 };

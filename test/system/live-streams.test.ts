@@ -335,7 +335,7 @@ describe('live conversation streams (two server instances)', function () {
     expect(await stream.until((m) => seqs(m).includes(1))).to.equal(true);
     const connection = testDatabase().orm.em.getConnection();
     const terminated = await connection.execute(
-      "select pg_terminate_backend(pid) as done from pg_stat_activity where application_name = 'live-activity-listener'",
+      "select pg_terminate_backend(pid) as done from pg_stat_activity where application_name = 'live-activity-listener' and datname = current_database()",
     );
     expect(terminated.length).to.be.at.least(1);
     await post(conversationId, [message('while reconnecting')]);
@@ -345,7 +345,9 @@ describe('live conversation streams (two server instances)', function () {
     // After reconnecting it also re-sends the status, which may have changed meanwhile.
     expect(stream.parser.messages.filter((m) => m.event === 'status').length).to.be.at.least(2);
     expect(await waitFor(async () => {
-      const rows = await connection.execute("select 1 from pg_stat_activity where application_name = 'live-activity-listener'");
+      const rows = await connection.execute(
+        "select 1 from pg_stat_activity where application_name = 'live-activity-listener' and datname = current_database()",
+      );
       return rows.length >= terminated.length;
     }, 15_000)).to.equal(true);
   });

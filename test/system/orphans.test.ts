@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { describeProcesses, isRunning, killPids, processesWithEnv } from '../../scripts/lib/process-scan.ts';
+import { TEST_RUNNER_PID_ENV } from '../../scripts/lib/test-runner-env.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { describeRun, ROOT, spawnProcess, stopLeftoverPostgres, waitFor, type RunningProcess } from '../helpers/server-process.ts';
 
@@ -31,6 +32,16 @@ describe('a killed test run leaves no process behind', function () {
     await sql(`drop database if exists ${innerDatabase} with (force)`);
   });
 
+  /** The parent of a process (from /proc), or undefined once it is gone. */
+  function parentOf(pid: number): number | undefined {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } catch {
+      return undefined;
+    }
+  }
+
   afterEach(async () => {
     killPids(processesWithEnv(MARKER, marker));
     if (dataDir) {
@@ -39,13 +50,22 @@ describe('a killed test run leaves no process behind', function () {
     }
   });
 
-  /** mocha as `npx mocha` runs it (.mocharc.json: the launcher, and the tests in its child), on the fixture only. */
-  async function startInnerRun(): Promise<{ run: RunningProcess; serverPid: number }> {
+  /**
+   * mocha as `npx mocha` runs it (.mocharc.json: the launcher, and the tests in its child), on the fixture only; or, with
+   * `runner`, as `npm test` runs it (scripts/run-tests.ts, which starts that launcher).
+   */
+  async function startInnerRun(runner = false): Promise<{ run: RunningProcess; serverPid: number }> {
     marker = randomUUID();
     const url = new URL(testDatabase().url);
     url.pathname = `/${innerDatabase}`;
     const env: NodeJS.ProcessEnv = { ...process.env, [MARKER]: marker, DATABASE_URL: url.toString() };
-    const run = spawnProcess(process.execPath, [path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js'), 'test/system/fixtures/server-left-running.ts'], env);
+    // The inner run is its own, not a shard of this one.
+    delete env[TEST_RUNNER_PID_ENV];
+    delete env.TEST_TIMINGS_OUT;
+    const fixture = 'test/system/fixtures/server-left-running.ts';
+    const run = runner
+      ? spawnProcess(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'run-tests.ts'), fixture], env)
+      : spawnProcess(process.execPath, [path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js'), fixture], env);
     const ready = await waitFor(() => /server ready: pid (\d+), data (\S+)/.test(run.stdout) || run.child.exitCode !== null, 240_000);
     const match = /server ready: pid (\d+), data (\S+)/.exec(run.stdout);
     expect(ready && match, `the inner run did not start its server\n${describeRun(run)}`).to.not.equal(null);
@@ -53,17 +73,19 @@ describe('a killed test run leaves no process behind', function () {
     return { run, serverPid: Number(match![1]) };
   }
 
-  for (const victim of ['the mocha launcher', 'the mocha process running the tests'] as const) {
+  for (const victim of ['the mocha launcher', 'the mocha process running the tests', "npm test's runner"] as const) {
     it(`SIGKILL to ${victim} while a test's server runs: the server, its PostgreSQL and mocha itself are gone within 30 s`, async () => {
-      const { run, serverPid } = await startInnerRun();
+      const { run, serverPid } = await startInnerRun(victim === "npm test's runner");
       const started = processesWithEnv(MARKER, marker);
       const postgres = started.filter((pid) => /postgres/.test(describeProcesses([pid])));
       expect(started, 'the server and its PostgreSQL run').to.include(serverPid);
       expect(postgres.length, describeProcesses(started)).to.be.greaterThan(0);
-      const testsPid = started.find((pid) => pid !== run.child.pid && describeProcesses([pid]).includes('mocha'));
+      // The process running the tests is the one whose command line has mocha and no launcher of its own below it.
+      const mochas = started.filter((pid) => pid !== run.child.pid && describeProcesses([pid]).includes('mocha'));
+      const testsPid = mochas.find((pid) => !mochas.some((other) => parentOf(other) === pid));
       expect(testsPid, describeProcesses(started)).to.not.equal(undefined);
 
-      process.kill(victim === 'the mocha launcher' ? run.child.pid! : testsPid!, 'SIGKILL');
+      process.kill(victim === 'the mocha process running the tests' ? testsPid! : victim === 'the mocha launcher' ? (parentOf(testsPid!) ?? NaN) : run.child.pid!, 'SIGKILL');
       const gone = await waitFor(() => processesWithEnv(MARKER, marker).length === 0, 30_000);
       expect(gone, `left running:\n${describeProcesses(processesWithEnv(MARKER, marker))}`).to.equal(true);
       // Gone from the scan (its environment unreadable) can be a moment before gone from the process table.
