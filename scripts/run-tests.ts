@@ -2,13 +2,15 @@
  * `npm test [-- <files or globs>] [-- <mocha options>]`: the suite split into shards that run at once, each
  * a mocha of its own on a database of its own, balanced by how long each file took (test/timings.json).
  * One mocha keeps about 60 % of two cores busy (its tests wait for servers, browsers, PostgreSQL), so two
- * shards on two cores take about three quarters of its time. TEST_SHARDS sets their number (1 runs a plain
- * mocha; at most 4).
+ * shards on two cores take about two thirds of its time. TEST_SHARDS sets their number (at most 4; 1 on a
+ * single core).
  *
  * Shard 1 runs as `mocha` alone would (`.data/test`, port 25439, or DATABASE_URL's database); shard k
  * uses `.data/test-k` and port 25439 + 100·(k−1), or DATABASE_URL's database with `_shard<k>` (created
- * when missing); the servers tests start listen on ports of the shard's own range (TEST_PORTS). Shard 1 prints as it goes, the others once it is done; the last lines sum them up as
- * mocha does (`N passing`, `N pending`, `N failing`). The exit code is non-zero when any shard failed.
+ * when missing); the servers tests start listen on ports of the shard's own range (TEST_PORTS). Shard 1
+ * prints as it goes, the others once it is done; the last line sums them all up
+ * (`run-tests: N passing, N pending, N failing (…)`, what CI reads), and the exit code is non-zero when
+ * any shard failed.
  * SIGINT, SIGTERM or SIGHUP stop the shards (and so what their tests started); so does the death of
  * this process's parent; and each shard's reaper (test/helpers/run-reaper.ts) watches this process,
  * so even a SIGKILL here leaves nothing behind.
@@ -94,13 +96,6 @@ async function shardEnvironment(index: number, timingsOut: string): Promise<Node
   return env;
 }
 
-function runPlainMocha(args: string[]): void {
-  const env = { ...process.env, [TEST_RUNNER_PID_ENV]: String(process.pid), TEST_PORTS: `${FIRST_SERVER_PORT}-${FIRST_SERVER_PORT + SERVER_PORTS_PER_SHARD - 1}` };
-  const child = spawn(process.execPath, [MOCHA, ...args], { cwd: ROOT, stdio: 'inherit', env });
-  stopOnSignals([child]);
-  child.on('exit', (code, signal) => process.exit(code ?? 128 + (signal ? os.constants.signals[signal] : 1)));
-}
-
 let stopping = false;
 
 /** SIGINT to each mocha launcher (it passes it on to its tests' process, which stops what they started). */
@@ -123,8 +118,6 @@ async function main(): Promise<void> {
   const files = testFiles(patterns);
   const wanted = Number(process.env.TEST_SHARDS ?? Math.min(2, os.availableParallelism()));
   const count = Math.max(1, Math.min(Number.isInteger(wanted) ? wanted : 1, files.length, MAX_SHARDS));
-  if (count === 1) return runPlainMocha([...options, ...patterns]);
-
   const started = performance.now();
   const timingsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'run-tests-'));
   const timings = readTimings();
@@ -134,7 +127,9 @@ async function main(): Promise<void> {
     shards.push({ index: i + 1, ...planned, timingsOut, env: await shardEnvironment(i + 1, timingsOut), output: [] });
   }
   process.stdout.write(
-    `run-tests: ${files.length} files in ${count} shards at once (${shards.map((s) => `${s.files.length} files, ~${Math.round(s.expected)} s`).join('; ')}); shard 1 prints as it goes, the others after it\n`,
+    count === 1
+      ? `run-tests: ${files.length} files in one mocha\n`
+      : `run-tests: ${files.length} files in ${count} shards at once (${shards.map((s) => `${s.files.length} files, ~${Math.round(s.expected)} s`).join('; ')}); shard 1 prints as it goes, the others after it\n`,
   );
 
   const color = process.stdout.isTTY ? ['--color'] : [];
@@ -168,7 +163,8 @@ async function main(): Promise<void> {
   }
 
   const totals = { passing: 0, pending: 0, failing: 0 };
-  process.stdout.write(`\n── ${count} shards ──\n`);
+  const shardsWord = count === 1 ? '1 shard' : `${count} shards`;
+  process.stdout.write(`\n── ${shardsWord} ──\n`);
   for (const shard of shards) {
     const shardTotals = totalsOf(shard.output.join(''));
     if (shardTotals) for (const key of ['passing', 'pending', 'failing'] as const) totals[key] += shardTotals[key];
@@ -181,10 +177,10 @@ async function main(): Promise<void> {
   recordTimings(shards);
   fs.rmSync(timingsDir, { recursive: true, force: true });
   const seconds = Math.round((performance.now() - started) / 1000);
-  process.stdout.write(`\n  ${totals.passing} passing (${seconds}s)\n`);
-  if (totals.pending > 0) process.stdout.write(`  ${totals.pending} pending\n`);
-  if (totals.failing > 0) process.stdout.write(`  ${totals.failing} failing\n`);
-  process.exit(shards.some((shard) => shard.code !== 0) || totals.failing > 0 ? 1 : 0);
+  // The last line, which CI reads (.ci/run): a run without it did not finish.
+  process.stdout.write(`\nrun-tests: ${totals.passing} passing, ${totals.pending} pending, ${totals.failing} failing (${shardsWord}, ${seconds} s)\n`);
+  // Not process.exit: into a pipe, what is still being written would be cut off.
+  process.exitCode = shards.some((shard) => shard.code !== 0) || totals.failing > 0 ? 1 : 0;
 }
 
 /** With TEST_UPDATE_TIMINGS=1, this run's seconds per file replace those of test/timings.json. */
