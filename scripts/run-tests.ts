@@ -1,5 +1,5 @@
 /**
- * `npm test [-- <files or globs>] [-- <mocha options>]`: the suite split into shards that run at once, each
+ * `npm test [-- <files or globs> <mocha options>]`: the suite split into shards that run at once, each
  * a mocha of its own on a database of its own, balanced by how long each file took (test/timings.json).
  * One mocha keeps about 60 % of two cores busy (its tests wait for servers, browsers, PostgreSQL), so two
  * shards on two cores take about two thirds of its time. TEST_SHARDS sets their number (at most 4; 1 on a
@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { TEST_RUNNER_PID_ENV } from './lib/test-runner-env.ts';
+import { shardServerPorts, TEST_RUNNER_PID_ENV } from './lib/test-runner-env.ts';
 import { balance, DEFAULT_GLOB, splitArguments, totalsOf } from './lib/test-shards.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -30,9 +30,6 @@ const MOCHA = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
 const TIMINGS = path.join(ROOT, 'test', 'timings.json');
 const DEFAULT_PG_PORT = 25439;
 const PORT_STEP = 100;
-/** Shard k's servers listen in 21000 + 1000·(k−1) … +999 (scripts/lib/free-port.ts): below our PostgreSQL ports' 25432–25739. */
-const FIRST_SERVER_PORT = 21_000;
-const SERVER_PORTS_PER_SHARD = 1000;
 const MAX_SHARDS = 4;
 
 interface Shard {
@@ -81,12 +78,11 @@ async function shardDatabaseUrl(base: string, index: number): Promise<string> {
 }
 
 async function shardEnvironment(index: number, timingsOut: string): Promise<NodeJS.ProcessEnv> {
-  const firstPort = FIRST_SERVER_PORT + SERVER_PORTS_PER_SHARD * (index - 1);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     [TEST_RUNNER_PID_ENV]: String(process.pid),
     TEST_TIMINGS_OUT: timingsOut,
-    TEST_PORTS: `${firstPort}-${firstPort + SERVER_PORTS_PER_SHARD - 1}`,
+    TEST_PORTS: shardServerPorts(index),
   };
   if (index === 1) return env;
   const port = Number(process.env.TEST_EMBEDDED_PG_PORT ?? DEFAULT_PG_PORT) + PORT_STEP * (index - 1);

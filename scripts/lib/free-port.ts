@@ -24,9 +24,10 @@ let cursor: number | undefined;
 
 /**
  * A loopback port nothing listens on right now (for the scripts and the tests that start servers). A port
- * is picked before the server that takes it listens, seconds later; so under `npm test` each shard picks in
- * a range of its own (TEST_PORTS, set by scripts/run-tests.ts, below the kernel's ephemeral range), where
- * no other shard and no outgoing connection can take it meanwhile. Elsewhere the kernel picks.
+ * is picked before the server that takes it listens, seconds later; so in tests each shard of `npm test`
+ * picks in a range of its own (TEST_PORTS: scripts/run-tests.ts, test/helpers/run-reaper.ts), below the
+ * kernel's ephemeral range, where no other shard and no outgoing connection can take it meanwhile.
+ * Elsewhere (the scripts) the kernel picks.
  */
 export async function freePort(): Promise<number> {
   const range = portRange(process.env.TEST_PORTS);

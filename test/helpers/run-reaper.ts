@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { TEST_RUNNER_PID_ENV } from '../../scripts/lib/test-runner-env.ts';
+import { shardServerPorts, TEST_RUNNER_PID_ENV } from '../../scripts/lib/test-runner-env.ts';
 
 /**
  * Loaded first by mocha (.mocharc.json): marks this test run in the environment that every process a
@@ -26,6 +26,8 @@ function commandLineOf(pid: number): string {
 
 const runId = `${process.pid}-${randomBytes(6).toString('hex')}`;
 process.env[TEST_RUN_ENV] = runId;
+// A mocha run on its own (`npx mocha <file>`) picks its servers' ports as shard 1 of `npm test` does.
+process.env.TEST_PORTS ??= shardServerPorts(1);
 // Given node options (.mocharc's import=tsx), mocha runs the tests in a child process: either dying ends the run.
 // This process comes first, the one the reaper stops; the launcher is only watched (it exits with our status).
 // The runner of `npm test`, when there is one, is watched too: killed, it can stop none of its shards.
