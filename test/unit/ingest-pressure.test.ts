@@ -60,9 +60,13 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
     this.timeout(5_000);
     const { pressure, stop } = await pressed(50);
     try {
-      // About 200 batches a second of 50 ms each: 10 at once.
-      expect(pressure.waiting()).to.be.within(7, 11);
-      expect(pressure.restFactor()).to.be.within(REST_FACTOR * ((7 - WAITING_FREE) / (WAITING_SATURATED - WAITING_FREE)), REST_FACTOR);
+      // Little's law: batches a second × 50 ms each in the ingest (about 200 a second, 10 at once, on a
+      // quiet machine; a loaded one fires the timer less often).
+      const waiting = pressure.waiting();
+      expect(waiting).to.be.closeTo(pressure.rate() * 0.05, 0.01);
+      expect(waiting).to.be.above(1);
+      const share = Math.min(1, Math.max(0, (waiting - WAITING_FREE) / (WAITING_SATURATED - WAITING_FREE)));
+      expect(pressure.restFactor()).to.be.closeTo(REST_FACTOR * share, 0.01);
     } finally {
       stop();
     }
