@@ -26,9 +26,12 @@ export function operationHandlers(services: Services, replay: WebhookReplayer): 
   const { metrics, ingestPressure } = services;
   return {
     ...healthHandlers(services.database),
-    ...webhookHandlers(services.conversations, services.conversationInfos, (kinds, result, unrecognized, waitedMs) => {
-      metrics.recordWebhookBatch(kinds, result, unrecognized);
-      ingestPressure.note(waitedMs);
+    ...webhookHandlers(services.conversations, services.conversationInfos, {
+      entered: () => ingestPressure.entered(),
+      left: (stored) => {
+        if (stored) metrics.recordWebhookBatch(stored.kinds, stored.result, stored.unrecognized);
+        ingestPressure.left(stored !== undefined);
+      },
     }),
     ...conversationHandlers(services.conversations),
     ...searchHandlers(services.search),

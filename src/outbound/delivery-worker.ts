@@ -101,11 +101,11 @@ export class DeliveryWorker {
   /** Fans out what the ingest transactions stored: owed `conversation.events` messages first, then the outbox. Returns how many messages. */
   async fanOutPending(): Promise<number> {
     // Until fewer than a full batch is owed (rows an ingest held are made next time).
-    for (let made = OWED_BATCH; made === OWED_BATCH; ) made = await this.gate.run(() => this.makeOwedEventMessages());
+    for (let made = OWED_BATCH; made === OWED_BATCH; ) made = await this.gate.run(() => this.makeOwedEventMessages(), true);
     const knex = this.em.getConnection().getKnex();
     let total = 0;
     for (;;) {
-      const count = await this.gate.run(() => fanOutBatch(knex, this.queue));
+      const count = await this.gate.run(() => fanOutBatch(knex, this.queue), true);
       total += count;
       if (count < FANOUT_BATCH) return total;
     }

@@ -1,48 +1,69 @@
-import { performance } from 'node:perf_hooks';
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 
 /** What work behind the webhook yields to: this instance's webhook (IngestPressure), or every instance's (SharedIngestPressure). */
 export interface Pressure {
   busy(): boolean;
   restFactor(): number;
+  /** A unit of that work starts: it waits while the webhook's own figures are being read, then counts as in flight until `leave()`. */
+  enter(): Promise<void>;
+  leave(): void;
 }
 
 /**
- * How hard this instance's webhook is pressed, for the work that runs behind it (outbound delivery,
- * search indexing): the batches it accepts a second, and how many wait at once on average (the time
- * they spent in the ingest over the window, Little's law). The webhook's answer never waits on that work;
- * this only keeps it from taking the CPU and the database away from a webhook that has none to spare.
+ * How hard this instance's webhook is pressed, for the work that runs behind it (outbound delivery, its
+ * fan-out, search indexing): the batches it accepts a second, how many are in the ingest at once, and the
+ * share of the event loop it keeps busy. The last two are read without that work: over the moments no unit
+ * of it is in flight, or, when its units leave no such moment, over a short probe that holds new units
+ * (else the work would rest from its own load). The webhook's answer never waits on that work; this only
+ * keeps it from taking the CPU and the database away from a webhook that has none to spare.
  */
 export class IngestPressure implements Pressure {
   private windowStart = performance.now();
-  private inWindow = 0;
-  private waitingMsInWindow = 0;
+  private acceptedInWindow = 0;
   private lastRate = 0;
   private lastWaiting = 0;
-  private loopAtWindowStart = performance.eventLoopUtilization();
   private lastLoopBusy = 0;
+  /** Batches in the ingest now, and that count integrated over time (batch·ms) since the start. */
+  private inIngest = 0;
+  private batchMs = 0;
+  private lastTick = performance.now();
+  /** Background units in flight and, while there are none, the loop's figures when the quiet began. */
+  private unitsInFlight = 0;
+  private quietFrom: EventLoopUtilization | undefined = performance.eventLoopUtilization();
+  /** The window's quiet moments: their length, the batches' integral over them, and the loop's active and idle ms. */
+  private quiet = { ms: 0, batchMs: 0, loopActive: 0, loopIdle: 0 };
+  /** A hold of new units while the webhook's own figures are read; `unitsDone` when those in flight are. */
+  private probe: { held: Promise<void>; unitsDone: () => void } | undefined;
 
   /** `busyBatchesPerSecond`: the rate from which the webhook counts as busy (0: never). */
   constructor(private readonly busyBatchesPerSecond: number) {}
 
-  /** One webhook batch accepted, after `waitedMs` in the ingest (storing it and its group's commit). */
-  note(waitedMs = 0): void {
-    this.inWindow++;
-    this.waitingMsInWindow += waitedMs;
+  /** A webhook batch goes into the ingest (storing it and its group's commit). */
+  entered(): void {
+    this.tick();
+    this.inIngest++;
   }
 
-  /** Batches a second over the last window of a second or more (the window closes when asked after a second). */
+  /** It left the ingest: accepted, or refused. */
+  left(accepted = true): void {
+    this.tick();
+    this.inIngest--;
+    if (accepted) this.acceptedInWindow++;
+  }
+
+  /** Batches accepted a second over the last window of a second or more (the window closes when asked after a second). */
   rate(): number {
     this.roll();
     return this.lastRate;
   }
 
-  /** Batches in the ingest at once, on average over the same window. */
+  /** Batches in the ingest at once, on average over the window's moments without background work. */
   waiting(): number {
     this.roll();
     return this.lastWaiting;
   }
 
-  /** The share of the same window this process's event loop was busy (0 to 1). */
+  /** The share of this process's event loop busy over the same moments (0 to 1). */
   loopBusy(): number {
     this.roll();
     return this.lastLoopBusy;
@@ -65,16 +86,84 @@ export class IngestPressure implements Pressure {
     return REST_FACTOR * Math.min(1, Math.max(0, queued, looped));
   }
 
+  async enter(): Promise<void> {
+    while (this.probe) await this.probe.held;
+    this.tick();
+    if (this.unitsInFlight++ === 0) this.endQuiet();
+  }
+
+  leave(): void {
+    this.tick();
+    if (--this.unitsInFlight > 0) return;
+    this.quietFrom = performance.eventLoopUtilization();
+    this.probe?.unitsDone();
+  }
+
+  /** Adds the time since the last change to the batches' integrals (and to the quiet ones while no unit is in flight). */
+  private tick(): void {
+    const now = performance.now();
+    const ms = now - this.lastTick;
+    this.lastTick = now;
+    this.batchMs += this.inIngest * ms;
+    if (this.unitsInFlight > 0) return;
+    this.quiet.ms += ms;
+    this.quiet.batchMs += this.inIngest * ms;
+  }
+
+  /** Adds the loop's time since the quiet began to the window's quiet time. */
+  private endQuiet(): void {
+    if (!this.quietFrom) return;
+    const { active, idle } = performance.eventLoopUtilization(this.quietFrom);
+    this.quiet.loopActive += active;
+    this.quiet.loopIdle += idle;
+    this.quietFrom = undefined;
+  }
+
+  /**
+   * Holds new units until those in flight are done (or `PROBE_SETTLE_MS` passed), reads the webhook's
+   * figures over the next `PROBE_MS`, then lets the units go.
+   */
+  private startProbe(): void {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const read = () => {
+      clearTimeout(settling);
+      this.probe = { held, unitsDone: () => undefined };
+      this.tick();
+      const from = { loop: performance.eventLoopUtilization(), batchMs: this.batchMs, at: this.lastTick };
+      setTimeout(() => {
+        this.tick();
+        this.lastLoopBusy = performance.eventLoopUtilization(from.loop).utilization;
+        this.lastWaiting = (this.batchMs - from.batchMs) / Math.max(1, this.lastTick - from.at);
+        this.probe = undefined;
+        release();
+      }, PROBE_MS).unref();
+    };
+    const settling = setTimeout(read, PROBE_SETTLE_MS).unref();
+    this.probe = { held, unitsDone: read };
+    if (this.unitsInFlight === 0) read();
+  }
+
   private roll(): void {
     const now = performance.now();
     const elapsed = now - this.windowStart;
     if (elapsed < 1_000) return;
-    this.lastRate = this.inWindow / (elapsed / 1_000);
-    this.lastWaiting = this.waitingMsInWindow / elapsed;
-    this.lastLoopBusy = performance.eventLoopUtilization(this.loopAtWindowStart).utilization;
-    this.loopAtWindowStart = performance.eventLoopUtilization();
-    this.inWindow = 0;
-    this.waitingMsInWindow = 0;
+    this.tick();
+    if (this.quietFrom) {
+      this.endQuiet();
+      this.quietFrom = performance.eventLoopUtilization();
+    }
+    this.lastRate = this.acceptedInWindow / (elapsed / 1_000);
+    const { ms, batchMs, loopActive, loopIdle } = this.quiet;
+    // Quiet enough to read the webhook's own figures; else, while it is busy, a probe reads them.
+    if (ms >= PROBE_MS) {
+      this.lastWaiting = batchMs / ms;
+      this.lastLoopBusy = loopActive / Math.max(1, loopActive + loopIdle);
+    } else if (!this.probe && this.busyBatchesPerSecond > 0 && this.lastRate >= this.busyBatchesPerSecond) {
+      this.startProbe();
+    }
+    this.quiet = { ms: 0, batchMs: 0, loopActive: 0, loopIdle: 0 };
+    this.acceptedInWindow = 0;
     this.windowStart = now;
   }
 }
@@ -86,35 +175,80 @@ export const WAITING_SATURATED = 12;
 /** The event loop's busy share up to which work behind a busy webhook does not rest, and from which it rests the longest. */
 export const LOOP_FREE = 0.6;
 export const LOOP_SATURATED = 0.9;
+/** How long a probe reads the webhook's figures for, and the quiet a window needs to do without one. */
+export const PROBE_MS = 100;
+/** How long a probe waits for the units in flight to finish before it reads the figures anyway. */
+export const PROBE_SETTLE_MS = 100;
 /** How much longer than a unit of outbound work the worker rests after it while ingestion is saturated. */
 export const REST_FACTOR = 19;
+/** Units run at once while the webhook is busy but has room: enough to keep up, too few to take its event loop. */
+export const BUSY_UNITS = 2;
 /** The longest rest after one unit. */
 export const MAX_REST_MS = 2_000;
 
 /**
- * Runs units of outbound work: all at once while the webhook is quiet or has room (a rest factor of 0);
- * while it is pressed, one at a time, each followed by a rest of `restFactor()` times as long as it took
- * (up to a twentieth of the time once the webhook is saturated, as autovacuum's cost delay yields to
- * queries). A unit takes its turn before it fetches its jobs.
+ * Runs units of outbound work: all at once while the webhook is quiet; while it is busy, `BUSY_UNITS` at
+ * a time when it has room (a rest factor of 0), else one at a time, each followed by a rest of
+ * `restFactor()` times as long as it took (up to a twentieth of the time once the webhook is saturated, as
+ * autovacuum's cost delay yields to queries). A unit takes its turn before it fetches its jobs; a `first`
+ * unit (making messages, which every delivery waits for) takes the next turn, ahead of those waiting,
+ * unless the last turn was one too.
  */
 export class OutboundGate {
-  private tail: Promise<void> = Promise.resolve();
+  /** Units holding a turn (running, or resting after it). */
+  private turns = 0;
+  private readonly waiting = { first: [] as (() => void)[], rest: [] as (() => void)[] };
+  private lastWasFirst = false;
 
   constructor(private readonly pressure: Pressure | undefined) {}
 
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    // A rest factor of 0: the webhook has room, and units one at a time would only delay delivery.
-    if (!this.pressure?.busy() || this.pressure.restFactor() === 0) return work();
-    const previous = this.tail;
-    let release!: () => void;
-    this.tail = new Promise<void>((resolve) => (release = resolve));
-    await previous;
+  async run<T>(work: () => Promise<T>, first = false): Promise<T> {
+    const pressure = this.pressure;
+    if (!pressure) return work();
+    if (!pressure.busy()) return this.counted(pressure, work);
+    await this.turn(first);
     const started = performance.now();
+    try {
+      return await this.counted(pressure, work);
+    } finally {
+      const rest = Math.min(MAX_REST_MS, (performance.now() - started) * pressure.restFactor());
+      if (rest > 0) setTimeout(() => this.pass(), rest);
+      else this.pass();
+    }
+  }
+
+  /** How many units may hold a turn at once now. */
+  private turnsAllowed(): number {
+    return this.pressure!.restFactor() > 0 ? 1 : BUSY_UNITS;
+  }
+
+  private turn(first: boolean): Promise<void> {
+    if (this.turns < this.turnsAllowed()) {
+      this.turns++;
+      return Promise.resolve();
+    }
+    return new Promise((go) => (first ? this.waiting.first : this.waiting.rest).push(go));
+  }
+
+  private pass(): void {
+    this.turns--;
+    while (this.turns < this.turnsAllowed()) {
+      // Turns alternate while both wait: making messages never waits behind the fetches, nor starves them.
+      const first = this.waiting.first.length > 0 && !(this.lastWasFirst && this.waiting.rest.length > 0);
+      const next = first ? this.waiting.first.shift() : this.waiting.rest.shift();
+      if (!next) return;
+      this.lastWasFirst = first;
+      this.turns++;
+      next();
+    }
+  }
+
+  private async counted<T>(pressure: Pressure, work: () => Promise<T>): Promise<T> {
+    await pressure.enter();
     try {
       return await work();
     } finally {
-      const rest = Math.min(MAX_REST_MS, (performance.now() - started) * this.pressure.restFactor());
-      setTimeout(release, rest);
+      pressure.leave();
     }
   }
 }

@@ -67,6 +67,15 @@ export class SharedIngestPressure implements Pressure {
     return Math.max(this.local.busy() ? this.local.restFactor() : 0, this.others ?? 0);
   }
 
+  /** Background units are this process's: they share its loop with its own webhook only. */
+  enter(): Promise<void> {
+    return this.local.enter();
+  }
+
+  leave(): void {
+    this.local.leave();
+  }
+
   async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;

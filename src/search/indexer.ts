@@ -60,8 +60,8 @@ export class SearchIndexer {
     const schedule = (delay: number) => {
       this.timer = setTimeout(() => {
         const busy = this.pressure?.busy() ?? false;
-        const started = performance.now();
-        this.running = this.indexOnce(busy ? Math.min(BUSY_CYCLE_EVENTS, this.config.batchEvents) : this.config.batchEvents)
+        let started = performance.now();
+        this.running = this.countedCycle(busy ? Math.min(BUSY_CYCLE_EVENTS, this.config.batchEvents) : this.config.batchEvents, () => (started = performance.now()))
           .then((cycle) => {
             this.outage.succeeded();
             return cycle.events > 0 && !cycle.skipped;
@@ -79,6 +79,17 @@ export class SearchIndexer {
       }, delay);
     };
     schedule(0);
+  }
+
+  /** A cycle counted as background work in flight, so the webhook's own figures are read without it; `began` once it may run. */
+  private async countedCycle(batchEvents: number, began: () => void): Promise<IndexCycle> {
+    await this.pressure?.enter();
+    began();
+    try {
+      return await this.indexOnce(batchEvents);
+    } finally {
+      this.pressure?.leave();
+    }
   }
 
   /** Stops scheduling and waits for the cycle in flight. */

@@ -1,42 +1,69 @@
 import { expect } from 'chai';
-import { IngestPressure, LOOP_SATURATED, MAX_REST_MS, OutboundGate, REST_FACTOR, WAITING_FREE, WAITING_SATURATED } from '../../src/outbound/ingest-pressure.ts';
+import {
+  BUSY_UNITS,
+  IngestPressure,
+  LOOP_FREE,
+  LOOP_SATURATED,
+  MAX_REST_MS,
+  OutboundGate,
+  PROBE_MS,
+  PROBE_SETTLE_MS,
+  REST_FACTOR,
+  WAITING_FREE,
+  WAITING_SATURATED,
+} from '../../src/outbound/ingest-pressure.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Keeps the event loop busy for `ms`. */
+const spin = (ms: number) => {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+};
 
 /**
- * Runs `units` units of `ms` each through the gate at once; returns, in the order they ran, when each
- * started (relative to the first) and how long it took: a timer may fire a little before its `ms`, and
- * the gate's rest is a multiple of what the unit really took.
+ * Runs `units` units of `ms` each through the gate at once (`first`: as units that take the next turn);
+ * returns, in the order they ran, when each started (relative to the first) and how long it took: a
+ * timer may fire a little before its `ms`, and the gate's rest is a multiple of what the unit really took.
  */
-async function runUnits(gate: OutboundGate, units: number, ms: number): Promise<{ started: number; took: number }[]> {
-  const ran: { started: number; took: number }[] = [];
+async function runUnits(gate: OutboundGate, units: number, ms: number, first = false): Promise<{ started: number; took: number; index: number }[]> {
+  const ran: { started: number; took: number; index: number }[] = [];
   const origin = performance.now();
   await Promise.all(
-    Array.from({ length: units }, () =>
+    Array.from({ length: units }, (_, index) =>
       gate.run(async () => {
-        const unit = { started: performance.now() - origin, took: 0 };
+        const unit = { started: performance.now() - origin, took: 0, index };
         ran.push(unit);
         await sleep(ms);
         unit.took = performance.now() - origin - unit.started;
-      }),
+      }, first),
     ),
   );
   return ran;
 }
 
-/** A busy webhook: batches every 5 ms, each `waitedMs` in the ingest (200 a second × `waitedMs` / 1000 waiting at once). */
+/** A busy webhook: a batch goes into the ingest every 5 ms and leaves it `waitedMs` later (200 a second × `waitedMs` / 1000 in it at once). */
 async function pressed(waitedMs: number): Promise<{ pressure: IngestPressure; stop: () => void }> {
   const pressure = new IngestPressure(1);
-  const timer = setInterval(() => pressure.note(waitedMs), 5);
+  const timer = setInterval(() => {
+    pressure.entered();
+    setTimeout(() => pressure.left(), waitedMs);
+  }, 5);
   await sleep(1_050);
   return { pressure, stop: () => clearInterval(timer) };
 }
 
 describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
-  it('counts batches a second over the last full second, and drops to zero after a quiet second', async function () {
+  it('counts batches accepted a second over the last full second, not refused ones, and drops to zero after a quiet second', async function () {
     this.timeout(5_000);
     const pressure = new IngestPressure(50);
-    for (let i = 0; i < 120; i++) pressure.note();
+    for (let i = 0; i < 120; i++) {
+      pressure.entered();
+      pressure.left();
+    }
+    for (let i = 0; i < 500; i++) {
+      pressure.entered();
+      pressure.left(false);
+    }
     expect(pressure.busy()).to.equal(false); // the first second is not over
     await sleep(1_050);
     expect(pressure.rate()).to.be.within(60, 120); // 120 batches over the second or so that passed
@@ -47,7 +74,10 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
 
   it('never yields with a threshold of 0 (OUTBOUND_WEBHOOK_YIELD_ABOVE=0)', async () => {
     const pressure = new IngestPressure(0);
-    for (let i = 0; i < 10_000; i++) pressure.note();
+    for (let i = 0; i < 10_000; i++) {
+      pressure.entered();
+      pressure.left();
+    }
     expect(pressure.busy()).to.equal(false);
   });
 
@@ -56,20 +86,25 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
     expect(Math.max(...ran.map((unit) => unit.started))).to.be.below(15);
   });
 
-  it('counts the batches waiting at once on average: the time they spent in the ingest over the window', async function () {
+  it('counts the batches in the ingest at once on average, refused ones too', async function () {
     this.timeout(5_000);
     const { pressure, stop } = await pressed(50);
     try {
-      // Little's law: batches a second × 50 ms each in the ingest (about 200 a second, 10 at once, on a
-      // quiet machine; a loaded one fires the timer less often).
+      // Batches a second × 50 ms each in the ingest (about 200 a second, 10 at once, on a quiet machine;
+      // a loaded one fires the timers less often, and a little late).
       const waiting = pressure.waiting();
-      expect(waiting).to.be.closeTo(pressure.rate() * 0.05, 0.01);
+      expect(waiting).to.be.within(pressure.rate() * 0.05 * 0.9, pressure.rate() * 0.05 * 1.3);
       expect(waiting).to.be.above(1);
       const share = Math.min(1, Math.max(0, (waiting - WAITING_FREE) / (WAITING_SATURATED - WAITING_FREE)));
       expect(pressure.restFactor()).to.be.closeTo(REST_FACTOR * share, 0.01);
     } finally {
       stop();
     }
+    const refused = new IngestPressure(1);
+    refused.entered();
+    await sleep(1_050);
+    refused.left(false);
+    expect(refused.waiting()).to.be.above(0.9); // one batch in the ingest the whole second
   });
 
   it('rests the longest when the event loop has no time left, however few batches wait (batches of one event)', async function () {
@@ -77,9 +112,9 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
     const pressure = new IngestPressure(1);
     // A batch every 10 ms, 1 ms in the ingest, and nearly all of the 10 ms busy in the loop.
     const timer = setInterval(() => {
-      pressure.note(1);
-      const until = performance.now() + 9.5;
-      while (performance.now() < until);
+      pressure.entered();
+      setTimeout(() => pressure.left(), 1);
+      spin(9.5);
     }, 10);
     try {
       await sleep(1_100);
@@ -91,14 +126,77 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
     }
   });
 
-  it('runs units at once while the webhook is busy but has room (its batches do not queue up, its loop is not saturated)', async function () {
+  it("reads the webhook's figures without background work: units that keep the loop busy do not count", async function () {
+    this.timeout(5_000);
+    const { pressure, stop } = await pressed(1);
+    const gate = new OutboundGate(pressure);
+    let running = true;
+    // Units that spin the loop 40 ms, then leave it 15 ms to itself: busy most of the time, nearly all of it theirs.
+    const units = (async () => {
+      while (running) {
+        await gate.run(async () => {
+          await sleep(1);
+          spin(40);
+        });
+        await sleep(15);
+      }
+    })();
+    try {
+      const from = performance.eventLoopUtilization();
+      await sleep(2_100);
+      const whole = performance.eventLoopUtilization(from).utilization;
+      expect(whole).to.be.above(0.65);
+      expect(pressure.loopBusy()).to.be.below(Math.min(LOOP_FREE, whole - 0.3));
+      expect(pressure.restFactor()).to.equal(0);
+    } finally {
+      running = false;
+      stop();
+      await units;
+    }
+  });
+
+  it('holds new units for a probe when units in flight leave no quiet moment, and reads the figures over it', async function () {
+    this.timeout(8_000);
+    const { pressure, stop } = await pressed(1);
+    const gate = new OutboundGate(pressure);
+    let running = true;
+    const holds: number[] = [];
+    // Two loops of units that overlap, each spinning the loop: never a moment without one in flight.
+    const loop = async () => {
+      while (running) {
+        const asked = performance.now();
+        await gate.run(async () => {
+          holds.push(performance.now() - asked);
+          spin(5);
+          await sleep(10);
+        });
+      }
+    };
+    const loops = [loop(), loop()];
+    try {
+      await sleep(3_100);
+      // A probe a second: a unit waited while the units in flight finished and the loop was read.
+      expect(holds.filter((ms) => ms >= PROBE_MS * 0.9)).to.have.length.within(2, 6);
+      expect(Math.max(...holds)).to.be.below(PROBE_SETTLE_MS + PROBE_MS + 100);
+      // What the probe read is the webhook's loop alone, not the units' spinning (about 30 % of the time).
+      expect(pressure.loopBusy()).to.be.below(0.2);
+    } finally {
+      running = false;
+      stop();
+      await Promise.all(loops);
+    }
+  });
+
+  it(`runs ${BUSY_UNITS} units at a time, without rest, while the webhook is busy but has room`, async function () {
     this.timeout(5_000);
     const { pressure, stop } = await pressed(1);
     try {
       expect(pressure.busy()).to.equal(true);
       expect(pressure.restFactor()).to.equal(0);
-      const ran = await runUnits(new OutboundGate(pressure), 4, 30);
-      expect(Math.max(...ran.map((unit) => unit.started))).to.be.below(15);
+      const ran = await runUnits(new OutboundGate(pressure), 2 * BUSY_UNITS, 30);
+      const starts = ran.map((unit) => unit.started);
+      expect(Math.max(...starts.slice(0, BUSY_UNITS))).to.be.below(15);
+      expect(Math.min(...starts.slice(BUSY_UNITS))).to.be.within(25, 80);
     } finally {
       stop();
     }
@@ -115,6 +213,20 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
         const gap = previous.took * (1 + REST_FACTOR);
         expect(next.started - previous.started).to.be.within(gap - 10, gap + 400);
       }
+    } finally {
+      stop();
+    }
+  });
+
+  it('gives the next turn to a unit that goes first (making messages), ahead of those already waiting, but not two such turns in a row while others wait', async function () {
+    this.timeout(5_000);
+    const { pressure, stop } = await pressed(100);
+    try {
+      const gate = new OutboundGate(pressure);
+      const order: string[] = [];
+      const unit = (name: string, first = false) => gate.run(async () => void order.push(name), first);
+      await Promise.all([unit('a'), unit('b'), unit('c'), unit('make 1', true), unit('make 2', true), unit('make 3', true)]);
+      expect(order).to.deep.equal(['a', 'make 1', 'b', 'make 2', 'c', 'make 3']);
     } finally {
       stop();
     }

@@ -6,17 +6,18 @@ import { principalOf, releaseRequestBody, respond, type OperationHandlers } from
 type PathParams = operations['ingestEvents']['parameters']['path'];
 type Unrecognized = components['schemas']['Unrecognized'];
 
-/**
- * Told about each accepted batch: the kinds of its events, what was stored, and (`accept-unknown`)
- * what the contract does not know of each event, for the metrics.
- */
-export type IngestObserver = (
-  kinds: string[],
-  result: { stored: number; droppedDeltas: number },
-  unrecognized: readonly (Unrecognized | null)[] | undefined,
-  /** From the handler's start to the group's commit. */
-  waitedMs: number,
-) => void;
+/** What an accepted batch stored: the kinds of its events, the counts, and (`accept-unknown`) what the contract does not know of each event. */
+export interface StoredBatch {
+  kinds: string[];
+  result: { stored: number; droppedDeltas: number };
+  unrecognized: readonly (Unrecognized | null)[] | undefined;
+}
+
+/** Told when a batch goes into the ingest and when it leaves it (`stored`, or undefined when refused): for the metrics and the yield. */
+export interface IngestObserver {
+  entered(): void;
+  left(stored?: StoredBatch): void;
+}
 
 /** Handlers of the `webhooks` tag. */
 export function webhookHandlers(
@@ -30,15 +31,27 @@ export function webhookHandlers(
       const events = operation.request.requestBody as Event[];
       const kinds = events.map((event) => event.kind);
       const unrecognized = ctx.state.unrecognizedEvents;
-      const started = performance.now();
-      const ingested = conversations.ingest(principalOf(operation), conversation_id, events, unrecognized);
+      observeIngest?.entered();
+      let ingested: ReturnType<ConversationService['ingest']>;
+      try {
+        ingested = conversations.ingest(principalOf(operation), conversation_id, events, unrecognized);
+      } catch (error) {
+        observeIngest?.left();
+        throw error;
+      }
       // The batch took what it stores; it now waits for its group's commit without the parsed body
       // (nor this function's frame: an async function's would keep `events` until it returns).
       releaseRequestBody(operation, ctx);
-      return ingested.then((result) => {
-        observeIngest?.(kinds, result, unrecognized, performance.now() - started);
-        respond<components['schemas']['Success']>(ctx, 200, { success: true });
-      });
+      return ingested.then(
+        (result) => {
+          observeIngest?.left({ kinds, result, unrecognized });
+          respond<components['schemas']['Success']>(ctx, 200, { success: true });
+        },
+        (error: unknown) => {
+          observeIngest?.left();
+          throw error;
+        },
+      );
     },
     async receiveConversationInfo(operation, ctx) {
       const info = operation.request.requestBody as ConversationInfo;
