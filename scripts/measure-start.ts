@@ -14,6 +14,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { freePort } from './lib/free-port.ts';
+import { parentOf } from './lib/process-scan.ts';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres.ts';
 import { createLogger } from '../src/logger.ts';
@@ -31,14 +32,10 @@ function processTree(root: number): number[] {
   const children = new Map<number, number[]>();
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (!children.has(ppid)) children.set(ppid, []);
-      children.get(ppid)!.push(Number(entry));
-    } catch {
-      // the process ended meanwhile
-    }
+    const ppid = parentOf(Number(entry));
+    if (ppid === undefined) continue; // the process ended meanwhile
+    if (!children.has(ppid)) children.set(ppid, []);
+    children.get(ppid)!.push(Number(entry));
   }
   const tree: number[] = [];
   const pending = [root];

@@ -22,13 +22,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { shardServerPorts, TEST_RUNNER_PID_ENV } from './lib/test-runner-env.ts';
+import { shardServerPorts, TEST_PG_PORT, TEST_RUNNER_PID_ENV } from './lib/test-runner-env.ts';
 import { balance, DEFAULT_GLOB, splitArguments, totalsOf } from './lib/test-shards.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MOCHA = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
 const TIMINGS = path.join(ROOT, 'test', 'timings.json');
-const DEFAULT_PG_PORT = 25439;
 const PORT_STEP = 100;
 const MAX_SHARDS = 4;
 
@@ -85,7 +84,7 @@ async function shardEnvironment(index: number, timingsOut: string): Promise<Node
     TEST_PORTS: shardServerPorts(index),
   };
   if (index === 1) return env;
-  const port = Number(process.env.TEST_EMBEDDED_PG_PORT ?? DEFAULT_PG_PORT) + PORT_STEP * (index - 1);
+  const port = Number(process.env.TEST_EMBEDDED_PG_PORT ?? TEST_PG_PORT) + PORT_STEP * (index - 1);
   env.TEST_DATA_DIR = `${process.env.TEST_DATA_DIR ?? '.data/test'}-${index}`;
   env.TEST_EMBEDDED_PG_PORT = String(port);
   if (process.env.DATABASE_URL) env.DATABASE_URL = await shardDatabaseUrl(process.env.DATABASE_URL, index);

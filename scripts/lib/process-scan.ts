@@ -25,6 +25,17 @@ export function processesWithEnv(name: string, value: string): number[] {
   return found;
 }
 
+/** A process's parent pid, from /proc (undefined once it is gone). */
+export function parentOf(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name in parentheses may hold spaces: the fields after the last ')' are state, then ppid.
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Alive and not a zombie (a killed process stays one until its parent reaps it). */
 export function isRunning(pid: number): boolean {
   try {

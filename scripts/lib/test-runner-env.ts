@@ -1,3 +1,6 @@
+/** The tests' embedded PostgreSQL port (shard 1's; TEST_EMBEDDED_PG_PORT overrides it), apart from `npm start`'s 25432 and the bench's 25449. */
+export const TEST_PG_PORT = 25439;
+
 /** Set by `npm test` (scripts/run-tests.ts) for each shard: its pid, which the shard's reaper watches too. */
 export const TEST_RUNNER_PID_ENV = 'AGENT_PLATFORM_TEST_RUNNER_PID';
 

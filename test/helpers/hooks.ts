@@ -3,6 +3,7 @@ import path from 'node:path';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { migrate, openDatabase, type Database } from '../../src/db/database.ts';
+import { TEST_PG_PORT } from '../../scripts/lib/test-runner-env.ts';
 
 /**
  * Root hooks: one database for the whole run, emptied before every test.
@@ -17,7 +18,7 @@ export function testConfig(): Config {
   config ??= loadConfig({
     ...process.env,
     DATA_DIR: process.env.TEST_DATA_DIR ?? '.data/test',
-    EMBEDDED_PG_PORT: process.env.TEST_EMBEDDED_PG_PORT ?? '25439',
+    EMBEDDED_PG_PORT: process.env.TEST_EMBEDDED_PG_PORT ?? String(TEST_PG_PORT),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
     CREDENTIAL_CACHE_TTL_MS: '0',
     // Every response of an app built for a test is checked against the spec (test/helpers/response-contract.ts).

@@ -6,6 +6,7 @@ import { isAlive } from '../../src/db/embedded-postgres.ts';
 import { SERVER_NODE_FLAGS } from '../../src/server-node-flags.ts';
 import { minimalEvent } from '../fixtures/events.ts';
 import { describeProcesses, killPids, processesWithEnv } from '../../scripts/lib/process-scan.ts';
+import { TEST_PG_PORT } from '../../scripts/lib/test-runner-env.ts';
 import {
   createDataDir,
   describeRun,
@@ -36,7 +37,7 @@ describe('npm start: signals to the started process', function () {
 
   const dataDirs: string[] = [];
   let dataDir: string;
-  const embeddedPgPort = Number(process.env.TEST_EMBEDDED_PG_PORT ?? 25439) + 1;
+  const embeddedPgPort = Number(process.env.TEST_EMBEDDED_PG_PORT ?? TEST_PG_PORT) + 1;
 
   before(() => {
     dataDir = createDataDir('npm-start');

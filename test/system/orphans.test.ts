@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { describeProcesses, isRunning, killPids, processesWithEnv } from '../../scripts/lib/process-scan.ts';
+import { describeProcesses, isRunning, killPids, parentOf, processesWithEnv } from '../../scripts/lib/process-scan.ts';
 import { TEST_RUNNER_PID_ENV } from '../../scripts/lib/test-runner-env.ts';
 import { testDatabase } from '../helpers/hooks.ts';
 import { describeRun, ROOT, spawnProcess, stopLeftoverPostgres, waitFor, type RunningProcess } from '../helpers/server-process.ts';
@@ -33,15 +33,6 @@ describe('a killed test run leaves no process behind', function () {
   });
 
   /** The parent of a process (from /proc), or undefined once it is gone. */
-  function parentOf(pid: number): number | undefined {
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    } catch {
-      return undefined;
-    }
-  }
-
   afterEach(async () => {
     killPids(processesWithEnv(MARKER, marker));
     if (dataDir) {

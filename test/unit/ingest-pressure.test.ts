@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { expect } from 'chai';
 import {
   BUSY_UNITS,
