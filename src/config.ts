@@ -215,7 +215,7 @@ export interface OutboundWebhookConfig {
   readonly disableAfterMs: number;
   /** `OUTBOUND_WEBHOOK_ROTATION_OVERLAP_HOURS`: how long the previous secret still signs after a rotation. */
   readonly rotationOverlapMs: number;
-  /** `OUTBOUND_WEBHOOK_CONCURRENCY`: queue workers per instance, each running up to 16 jobs at once (a job: one message to its endpoints, or one retry). */
+  /** `OUTBOUND_WEBHOOK_CONCURRENCY`: queue workers per instance, each running up to 32 jobs at once (a job: one message to its endpoints, or one retry). */
   readonly concurrency: number;
   /** `OUTBOUND_WEBHOOK_POLL_MS`: how often an idle worker looks for due deliveries. */
   readonly pollMs: number;

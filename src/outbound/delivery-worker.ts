@@ -13,8 +13,12 @@ import { FANOUT_BATCH, OWED_BATCH, OWED_EVENTS, fanOutBatch, makeOwedEventMessag
 import { DELIVERY_QUEUE, QUEUE_SCHEMA } from './queue-schema.ts';
 import { RecoveryRunner } from './recovery.ts';
 
-/** Jobs one worker fetches at once and runs together (each a message to its endpoints, or a retry), read and recorded in one statement each. */
-const JOBS_PER_FETCH = 16;
+/**
+ * Jobs one worker fetches at once and runs together (each a message to its endpoints, or a retry), read and
+ * recorded in one statement each. A fetch's time is mostly waiting on the receivers and the database, and a
+ * pressed webhook's rest is charged on that time: 32 jobs deliver more in the same turn than 16.
+ */
+const JOBS_PER_FETCH = 32;
 
 /**
  * Delivers queued messages: polls the outbox every `dispatchMs` and runs `concurrency` fetch loops,

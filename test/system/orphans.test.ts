@@ -32,7 +32,6 @@ describe('a killed test run leaves no process behind', function () {
     await sql(`drop database if exists ${innerDatabase} with (force)`);
   });
 
-  /** The parent of a process (from /proc), or undefined once it is gone. */
   afterEach(async () => {
     killPids(processesWithEnv(MARKER, marker));
     if (dataDir) {

@@ -22,21 +22,21 @@ const spin = (ms: number) => {
 };
 
 /**
- * Runs `units` units of `ms` each through the gate at once (`first`: as units that take the next turn);
- * returns, in the order they ran, when each started (relative to the first) and how long it took: a
- * timer may fire a little before its `ms`, and the gate's rest is a multiple of what the unit really took.
+ * Runs `units` units of `ms` each through the gate at once; returns, in the order they ran, when each
+ * started (relative to the first) and how long it took: a timer may fire a little before its `ms`, and
+ * the gate's rest is a multiple of what the unit really took.
  */
-async function runUnits(gate: OutboundGate, units: number, ms: number, first = false): Promise<{ started: number; took: number; index: number }[]> {
-  const ran: { started: number; took: number; index: number }[] = [];
+async function runUnits(gate: OutboundGate, units: number, ms: number): Promise<{ started: number; took: number }[]> {
+  const ran: { started: number; took: number }[] = [];
   const origin = performance.now();
   await Promise.all(
-    Array.from({ length: units }, (_, index) =>
+    Array.from({ length: units }, () =>
       gate.run(async () => {
-        const unit = { started: performance.now() - origin, took: 0, index };
+        const unit = { started: performance.now() - origin, took: 0 };
         ran.push(unit);
         await sleep(ms);
         unit.took = performance.now() - origin - unit.started;
-      }, first),
+      }),
     ),
   );
   return ran;
@@ -178,8 +178,8 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
       await sleep(3_100);
       // A probe a second: a unit waited while the units in flight finished and the loop was read.
       expect(holds.filter((ms) => ms >= PROBE_MS * 0.9)).to.have.length.within(2, 6);
-      expect(Math.max(...holds)).to.be.below(PROBE_SETTLE_MS + PROBE_MS + 100);
-      // What the probe read is the webhook's loop alone, not the units' spinning (about 30 % of the time).
+      expect(Math.max(...holds)).to.be.below(PROBE_SETTLE_MS + PROBE_MS + 250); // timers run late on a loaded machine
+      // What the probe read is the webhook's loop alone, not the units' spinning (about two thirds of the time).
       expect(pressure.loopBusy()).to.be.below(0.2);
     } finally {
       running = false;
