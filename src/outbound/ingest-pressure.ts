@@ -30,8 +30,8 @@ export class IngestPressure implements Pressure {
   /** Background units in flight and, while there are none, the loop's figures when the quiet began. */
   private unitsInFlight = 0;
   private quietFrom: EventLoopUtilization | undefined = performance.eventLoopUtilization();
-  /** The window's quiet moments: their length, the batches' integral over them, and the loop's active and idle ms. */
-  private quiet = { ms: 0, batchMs: 0, loopActive: 0, loopIdle: 0 };
+  /** The window's quiet moments: their length, the batches' integral over them, and the loop's active ms. */
+  private quiet = { ms: 0, batchMs: 0, loopActive: 0 };
   /** A hold of new units while the webhook's own figures are read; `unitsDone` when those in flight are. */
   private probe: { held: Promise<void>; unitsDone: () => void } | undefined;
 
@@ -70,7 +70,11 @@ export class IngestPressure implements Pressure {
   }
 
   busy(): boolean {
-    return this.busyBatchesPerSecond > 0 && this.rate() >= this.busyBatchesPerSecond;
+    return this.busyAt(this.rate());
+  }
+
+  private busyAt(rate: number): boolean {
+    return this.busyBatchesPerSecond > 0 && rate >= this.busyBatchesPerSecond;
   }
 
   /**
@@ -110,12 +114,10 @@ export class IngestPressure implements Pressure {
     this.quiet.batchMs += this.inIngest * ms;
   }
 
-  /** Adds the loop's time since the quiet began to the window's quiet time. */
+  /** Adds the loop's active time since the quiet began to the window's quiet moments. */
   private endQuiet(): void {
     if (!this.quietFrom) return;
-    const { active, idle } = performance.eventLoopUtilization(this.quietFrom);
-    this.quiet.loopActive += active;
-    this.quiet.loopIdle += idle;
+    this.quiet.loopActive += performance.eventLoopUtilization(this.quietFrom).active;
     this.quietFrom = undefined;
   }
 
@@ -154,15 +156,15 @@ export class IngestPressure implements Pressure {
       this.quietFrom = performance.eventLoopUtilization();
     }
     this.lastRate = this.acceptedInWindow / (elapsed / 1_000);
-    const { ms, batchMs, loopActive, loopIdle } = this.quiet;
+    const { ms, batchMs, loopActive } = this.quiet;
     // Quiet enough to read the webhook's own figures; else, while it is busy, a probe reads them.
     if (ms >= PROBE_MS) {
       this.lastWaiting = batchMs / ms;
-      this.lastLoopBusy = loopActive / Math.max(1, loopActive + loopIdle);
-    } else if (!this.probe && this.busyBatchesPerSecond > 0 && this.lastRate >= this.busyBatchesPerSecond) {
+      this.lastLoopBusy = Math.min(1, loopActive / ms);
+    } else if (!this.probe && this.busyAt(this.lastRate)) {
       this.startProbe();
     }
-    this.quiet = { ms: 0, batchMs: 0, loopActive: 0, loopIdle: 0 };
+    this.quiet = { ms: 0, batchMs: 0, loopActive: 0 };
     this.acceptedInWindow = 0;
     this.windowStart = now;
   }
