@@ -14,15 +14,15 @@ export interface Pressure {
  * fan-out, search indexing): the batches it accepts a second, how many are in the ingest at once, and the
  * share of the event loop it keeps busy. The last two are read without that work: over the moments no unit
  * of it is in flight, or, when its units leave no such moment, over a short probe that holds new units
- * (else the work would rest from its own load). The webhook's answer never waits on that work; this only
+ * (else the work would rest from its own load); the median of the last few seconds' readings counts. The webhook's answer never waits on that work; this only
  * keeps it from taking the CPU and the database away from a webhook that has none to spare.
  */
 export class IngestPressure implements Pressure {
   private windowStart = performance.now();
   private acceptedInWindow = 0;
   private lastRate = 0;
-  private lastWaiting = 0;
-  private lastLoopBusy = 0;
+  /** The last `READINGS` readings of the webhook's own figures, newest last: their median is what counts. */
+  private readings: { waiting: number; loopBusy: number }[] = [];
   /** Batches in the ingest now, and that count integrated over time (batch·ms) since the start. */
   private inIngest = 0;
   private batchMs = 0;
@@ -57,16 +57,16 @@ export class IngestPressure implements Pressure {
     return this.lastRate;
   }
 
-  /** Batches in the ingest at once, on average over the window's moments without background work. */
+  /** Batches in the ingest at once, on average over the window's moments without background work (the median of the last readings). */
   waiting(): number {
     this.roll();
-    return this.lastWaiting;
+    return median(this.readings.map((reading) => reading.waiting));
   }
 
-  /** The share of this process's event loop busy over the same moments (0 to 1). */
+  /** The share of this process's event loop busy over the same moments (0 to 1; the median of the last readings). */
   loopBusy(): number {
     this.roll();
-    return this.lastLoopBusy;
+    return median(this.readings.map((reading) => reading.loopBusy));
   }
 
   busy(): boolean {
@@ -135,8 +135,7 @@ export class IngestPressure implements Pressure {
       const from = { loop: performance.eventLoopUtilization(), batchMs: this.batchMs, at: this.lastTick };
       setTimeout(() => {
         this.tick();
-        this.lastLoopBusy = performance.eventLoopUtilization(from.loop).utilization;
-        this.lastWaiting = (this.batchMs - from.batchMs) / Math.max(1, this.lastTick - from.at);
+        this.record((this.batchMs - from.batchMs) / Math.max(1, this.lastTick - from.at), performance.eventLoopUtilization(from.loop).utilization);
         this.probe = undefined;
         release();
       }, PROBE_MS).unref();
@@ -144,6 +143,11 @@ export class IngestPressure implements Pressure {
     const settling = setTimeout(read, PROBE_SETTLE_MS).unref();
     this.probe = { held, unitsDone: read };
     if (this.unitsInFlight === 0) read();
+  }
+
+  /** Keeps a reading of the webhook's own figures, and the `READINGS - 1` before it. */
+  private record(waiting: number, loopBusy: number): void {
+    this.readings = [...this.readings.slice(1 - READINGS), { waiting, loopBusy }];
   }
 
   private roll(): void {
@@ -157,10 +161,11 @@ export class IngestPressure implements Pressure {
     }
     this.lastRate = this.acceptedInWindow / (elapsed / 1_000);
     const { ms, batchMs, loopActive } = this.quiet;
+    // Readings from before a second the webhook was not busy are of another load.
+    if (!this.busyAt(this.lastRate)) this.readings = [];
     // Quiet enough to read the webhook's own figures; else, while it is busy, a probe reads them.
     if (ms >= PROBE_MS) {
-      this.lastWaiting = batchMs / ms;
-      this.lastLoopBusy = Math.min(1, loopActive / ms);
+      this.record(batchMs / ms, Math.min(1, loopActive / ms));
     } else if (!this.probe && this.busyAt(this.lastRate)) {
       this.startProbe();
     }
@@ -170,12 +175,22 @@ export class IngestPressure implements Pressure {
   }
 }
 
+/** The middle value (the mean of the two middle ones for an even count; 0 for none). */
+function median(values: number[]): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** The readings (one a second) whose median counts: one second's burst (a checkpoint, a collection) does not make the work rest. */
+export const READINGS = 3;
 /** Batches waiting at once, on average, up to which work behind a busy webhook does not rest (half its peak rate keeps about 3). */
 export const WAITING_FREE = 4;
 /** From which it rests the longest: a closed loop of 16 clients keeps 11 to 13 waiting. */
 export const WAITING_SATURATED = 12;
-/** The event loop's busy share up to which work behind a busy webhook does not rest, and from which it rests the longest. */
-export const LOOP_FREE = 0.6;
+/** The event loop's busy share up to which work behind a busy webhook does not rest (half its peak rate keeps 0.45–0.65), and from which it rests the longest. */
+export const LOOP_FREE = 0.7;
 export const LOOP_SATURATED = 0.9;
 /** How long a probe reads the webhook's figures for, and the quiet a window needs to do without one. */
 export const PROBE_MS = 100;
@@ -187,14 +202,16 @@ export const REST_FACTOR = 19;
 export const BUSY_UNITS = 2;
 /** The longest rest after one unit. */
 export const MAX_REST_MS = 2_000;
+/** How often a rest asks again how pressed the webhook is. */
+export const REST_SLICE_MS = 250;
 
 /**
  * Runs units of outbound work: all at once while the webhook is quiet; while it is busy, `BUSY_UNITS` at
  * a time when it has room (a rest factor of 0), else one at a time, each followed by a rest of
  * `restFactor()` times as long as it took (up to a twentieth of the time once the webhook is saturated, as
- * autovacuum's cost delay yields to queries). A unit takes its turn before it fetches its jobs; a `first`
- * unit (making messages, which every delivery waits for) takes the next turn, ahead of those waiting,
- * unless the last turn was one too.
+ * autovacuum's cost delay yields to queries; asked again as it goes, so it ends once the webhook has
+ * room). A unit takes its turn before it fetches its jobs; a `first` unit (making messages, which every
+ * delivery waits for) takes the next turn, ahead of those waiting, unless the last turn was one too.
  */
 export class OutboundGate {
   /** Units holding a turn (running, or resting after it). */
@@ -213,9 +230,17 @@ export class OutboundGate {
     try {
       return await this.counted(pressure, work);
     } finally {
-      const rest = Math.min(MAX_REST_MS, (performance.now() - started) * pressure.restFactor());
-      if (rest > 0) setTimeout(() => this.pass(), rest);
-      else this.pass();
+      void this.restAfter(pressure, performance.now() - started).then(() => this.pass());
+    }
+  }
+
+  /** Rests `restFactor()` times `tookMs` (at most `MAX_REST_MS`), asking again every `REST_SLICE_MS`: a webhook that has room again ends it. */
+  private async restAfter(pressure: Pressure, tookMs: number): Promise<void> {
+    const from = performance.now();
+    for (;;) {
+      const left = Math.min(MAX_REST_MS, tookMs * pressure.restFactor()) - (performance.now() - from);
+      if (left <= 0) return;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(REST_SLICE_MS, left)));
     }
   }
 

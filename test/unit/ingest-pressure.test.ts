@@ -9,7 +9,9 @@ import {
   OutboundGate,
   PROBE_MS,
   PROBE_SETTLE_MS,
+  READINGS,
   REST_FACTOR,
+  REST_SLICE_MS,
   WAITING_FREE,
   WAITING_SATURATED,
 } from '../../src/outbound/ingest-pressure.ts';
@@ -43,8 +45,8 @@ async function runUnits(gate: OutboundGate, units: number, ms: number): Promise<
 }
 
 /** A busy webhook: a batch goes into the ingest every 5 ms and leaves it `waitedMs` later (200 a second × `waitedMs` / 1000 in it at once). */
-async function pressed(waitedMs: number): Promise<{ pressure: IngestPressure; stop: () => void }> {
-  const pressure = new IngestPressure(1);
+async function pressed(waitedMs: number, busyBatchesPerSecond = 1): Promise<{ pressure: IngestPressure; stop: () => void }> {
+  const pressure = new IngestPressure(busyBatchesPerSecond);
   const timer = setInterval(() => {
     pressure.entered();
     setTimeout(() => pressure.left(), waitedMs);
@@ -122,6 +124,43 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
       expect(pressure.waiting()).to.be.below(WAITING_FREE);
       expect(pressure.loopBusy()).to.be.at.least(LOOP_SATURATED);
       expect(pressure.restFactor()).to.equal(REST_FACTOR);
+    } finally {
+      clearInterval(timer);
+    }
+  });
+
+  it("counts the median of the last READINGS seconds' figures: one second's burst does not make the work rest", async function () {
+    this.timeout(12_000);
+    expect(READINGS).to.equal(3);
+    const pressure = new IngestPressure(50);
+    let waitedMs = 1;
+    const load = () => {
+      pressure.entered();
+      setTimeout(() => pressure.left(), waitedMs);
+    };
+    let timer = setInterval(load, 5);
+    try {
+      const second = async (ms: number) => {
+        waitedMs = ms;
+        await sleep(1_050);
+        return pressure.restFactor();
+      };
+      expect(await second(1)).to.equal(0);
+      // A second with 20 batches in the ingest at once, between quiet ones: the median is a quiet one.
+      expect(await second(100)).to.be.above(0); // the median of two readings, one of them saturated
+      expect(await second(1)).to.equal(0);
+      // Two such seconds of three: the work rests the longest.
+      await second(100);
+      expect(await second(100)).to.equal(REST_FACTOR);
+      // A second not busy, with a unit in flight throughout (as a drain's are), so nothing is read: what
+      // was read before is of another load, and the next reading counts alone.
+      clearInterval(timer);
+      await pressure.enter();
+      await sleep(1_050);
+      expect(pressure.busy()).to.equal(false); // only the last batches left the ingest
+      pressure.leave();
+      timer = setInterval(load, 5);
+      expect(await second(1)).to.equal(0);
     } finally {
       clearInterval(timer);
     }
@@ -228,6 +267,25 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
       const unit = (name: string, first = false) => gate.run(async () => void order.push(name), first);
       await Promise.all([unit('a'), unit('b'), unit('c'), unit('make 1', true), unit('make 2', true), unit('make 3', true)]);
       expect(order).to.deep.equal(['a', 'make 1', 'b', 'make 2', 'c', 'make 3']);
+    } finally {
+      stop();
+    }
+  });
+
+  it('ends a rest once the webhook has room again, asking every REST_SLICE_MS', async function () {
+    this.timeout(8_000);
+    const { pressure, stop } = await pressed(100, 100);
+    try {
+      expect(pressure.restFactor()).to.equal(REST_FACTOR);
+      const gate = new OutboundGate(pressure);
+      const first = runUnits(gate, 2, 300);
+      // The load stops while the first unit runs: the next window (a second after the last) is not busy.
+      await sleep(100);
+      stop();
+      const ran = await first;
+      const rest = ran[1]!.started - ran[0]!.started - ran[0]!.took;
+      expect(rest).to.be.below(MAX_REST_MS - REST_SLICE_MS);
+      expect(rest).to.be.above(0);
     } finally {
       stop();
     }
