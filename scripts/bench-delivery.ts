@@ -19,6 +19,8 @@
  * (message, endpoint) once, and checks every 100th signature with `standardwebhooks`.
  * The drain's CPU (the server's, and the database backends') per delivery is printed too: on a busy
  * machine the rate follows the CPU share the processes get, the CPU per delivery does not.
+ * BENCH_DELIVERY_CONVERSATIONS (64) spreads the load over that many conversations: as many as phase a's
+ * batches (a fifth of its events) makes every message one batch, traffic that delivery cannot group.
  * BENCH_SERVER_NODE_FLAGS adds Node.js flags to the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  * BENCH_DELIVERY_INSTANCE=<nice> splits the server in two, as docs/scaling.md suggests: the load goes to an
  * instance with `OUTBOUND_WEBHOOK_WORKER=false`, and a second instance, at that scheduling priority (`nice`,
@@ -52,6 +54,8 @@ const SERVER_ROOT = path.resolve(process.env.BENCH_SERVER_ROOT ?? ROOT);
 const ENDPOINTS = Number(process.env.BENCH_DELIVERY_ENDPOINTS ?? 10);
 const EVENTS = Number(process.env.BENCH_DELIVERY_EVENTS ?? 50_000);
 const OPEN_SECONDS = Number(process.env.BENCH_DELIVERY_SECONDS ?? 30);
+/** Conversations the load spreads its batches over: each is a message's worth, so as many as batches delivers each batch alone. */
+const CONVERSATIONS = String(process.env.BENCH_DELIVERY_CONVERSATIONS ?? 64);
 const DRAIN_LIMIT_MS = Number(process.env.BENCH_DELIVERY_DRAIN_SECONDS ?? 120) * 1000;
 /** The background instance's niceness when the server is split in two (BENCH_DELIVERY_INSTANCE), else undefined. */
 const BACKGROUND_NICE = benchDeliveryNice();
@@ -261,7 +265,7 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]
 /** One run of the ingest load (scripts/lib/ingest-load.ts) in its own process: the JSON line it prints. */
 async function runLoad(url: string, key: string, args: string[]): Promise<LoadRun> {
   const child = tracked(
-    spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts/lib/ingest-load.ts'), url, key, KIT, ...args], {
+    spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts/lib/ingest-load.ts'), url, key, KIT, '--conversations', CONVERSATIONS, ...args], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
     }),

@@ -1,11 +1,11 @@
 /**
  * The ingest load of `npm run bench:delivery`, in a process of its own (the bench's process is the receiver):
- * batches of 5 of the bench kit's events (`events.mjs`) over 64 conversations, either closed loop
+ * batches of 5 of the bench kit's events (`events.mjs`) over 64 conversations (`--conversations C`), either closed loop
  * (`--events N` or `--seconds S`, 16 requests in flight) or open loop (`--rate R --seconds S`: a request
  * every 1/R s whatever the answers do, at most 64 in flight). Prints one JSON line:
  * {requests, events, seconds, requests_per_s, events_per_s, p50_ms, p99_ms, failed}.
  *
- *   node --import tsx scripts/lib/ingest-load.ts URL KEY KIT_DIR [--events N] [--seconds S] [--rate R]
+ *   node --import tsx scripts/lib/ingest-load.ts URL KEY KIT_DIR [--events N] [--seconds S] [--rate R] [--conversations C]
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 const BATCH = 5;
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { events: { type: 'string' }, seconds: { type: 'string' }, rate: { type: 'string' } },
+  options: { events: { type: 'string' }, seconds: { type: 'string' }, rate: { type: 'string' }, conversations: { type: 'string' } },
 });
 const [url, key, kitDir] = positionals as [string, string, string];
 const kit = (await import(pathToFileURL(path.join(kitDir, 'events.mjs')).href)) as {
@@ -24,7 +24,7 @@ const kit = (await import(pathToFileURL(path.join(kitDir, 'events.mjs')).href)) 
   fillTemplate(t: unknown): string;
 };
 const templates = Array.from({ length: 256 }, (_, i) => kit.makeTemplate(BATCH, i + 1));
-const conversations = Array.from({ length: 64 }, () => randomUUID());
+const conversations = Array.from({ length: Number(values.conversations ?? 64) }, () => randomUUID());
 const rate = Number(values.rate ?? 0);
 const agent = new http.Agent({ keepAlive: true, maxSockets: rate > 0 ? 64 : 16 });
 const target = new URL(url);

@@ -102,16 +102,26 @@ export class DeliveryWorker {
     this.boss = undefined;
   }
 
-  /** Fans out what the ingest transactions stored: owed `conversation.events` messages first, then the outbox. Returns how many messages. */
+  /**
+   * Fans out what the ingest transactions stored: a step of owed `conversation.events` messages, then the
+   * outbox, waking the idle fetch loops, until fewer than a full step is owed (rows an ingest held are made
+   * next time). A step at a time, so a backlog of thousands of conversations starts going out after its
+   * first step, not after all of them. Returns how many messages.
+   */
   async fanOutPending(): Promise<number> {
-    // Until fewer than a full batch is owed (rows an ingest held are made next time).
-    for (let made = OWED_BATCH; made === OWED_BATCH; ) made = await this.gate.run(() => this.makeOwedEventMessages(), true);
     const knex = this.em.getConnection().getKnex();
     let total = 0;
     for (;;) {
-      const count = await this.gate.run(() => fanOutBatch(knex, this.queue), true);
-      total += count;
-      if (count < FANOUT_BATCH) return total;
+      const made = await this.gate.run(() => this.makeOwedEventMessages(), true);
+      let fanned = 0;
+      for (;;) {
+        const count = await this.gate.run(() => fanOutBatch(knex, this.queue), true);
+        fanned += count;
+        if (count < FANOUT_BATCH) break;
+      }
+      if (fanned > 0) this.wakeIdlers();
+      total += fanned;
+      if (made < OWED_BATCH) return total;
     }
   }
 
@@ -173,15 +183,12 @@ export class DeliveryWorker {
     for (const wake of [...this.idlers]) wake();
   }
 
-  /** The outbox poll: every `dispatchMs`, fan out, then wake this instance's idle loops at once; and look for a recovery to run. */
+  /** The outbox poll: every `dispatchMs`, fan out (which wakes this instance's idle loops at once); and look for a recovery to run. */
   private scheduleDispatch(delayMs: number): void {
     this.dispatchTimer = setTimeout(() => {
       this.recovery.poll(() => this.running);
       this.dispatching = this.fanOutPending()
-        .then((count) => {
-          this.fanOutOutage.succeeded();
-          if (count > 0) this.wakeIdlers();
-        })
+        .then(() => this.fanOutOutage.succeeded())
         .catch((error: unknown) => {
           if (isDatabaseUnavailable(error)) this.fanOutOutage.failed(error);
           else this.log.error({ err: error }, 'webhook fan-out failed');
