@@ -124,7 +124,7 @@ export class Metrics {
 
   readonly webhookBatchesWaiting = new Gauge({
     name: 'webhook_batches_waiting',
-    help: 'Webhook batches in the ingest at once, on average over the last second without background work: delivery yields to a busy webhook more as it grows from 4 to 12.',
+    help: 'Webhook batches in the ingest at once, on average over the moments without background work (the median of the last three seconds): delivery yields to a busy webhook more as it grows from 4 to 12.',
     registers: [this.registry],
     collect: () => {
       if (this.ingestPressure) this.webhookBatchesWaiting.set(this.ingestPressure.waiting());
@@ -133,7 +133,7 @@ export class Metrics {
 
   readonly eventLoopBusy = new Gauge({
     name: 'event_loop_busy_ratio',
-    help: "The share of the last second without background work this process's event loop was busy (0 to 1): delivery yields to a busy webhook more as it grows from 0.6 to 0.9.",
+    help: "The share of the moments without background work this process's event loop was busy (0 to 1; the median of the last three seconds): delivery yields to a busy webhook more as it grows from 0.7 to 0.9.",
     registers: [this.registry],
     collect: () => {
       if (this.ingestPressure) this.eventLoopBusy.set(this.ingestPressure.loopBusy());

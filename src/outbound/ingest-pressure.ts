@@ -14,8 +14,9 @@ export interface Pressure {
  * fan-out, search indexing): the batches it accepts a second, how many are in the ingest at once, and the
  * share of the event loop it keeps busy. The last two are read without that work: over the moments no unit
  * of it is in flight, or, when its units leave no such moment, over a short probe that holds new units
- * (else the work would rest from its own load); the median of the last few seconds' readings counts. The webhook's answer never waits on that work; this only
- * keeps it from taking the CPU and the database away from a webhook that has none to spare.
+ * (else the work would rest from its own load); the median of the last few seconds' readings counts. The
+ * webhook's answer never waits on that work; this only keeps it from taking the CPU and the database away
+ * from a webhook that has none to spare.
  */
 export class IngestPressure implements Pressure {
   private windowStart = performance.now();
@@ -189,8 +190,9 @@ export const READINGS = 3;
 export const WAITING_FREE = 4;
 /** From which it rests the longest: a closed loop of 16 clients keeps 11 to 13 waiting. */
 export const WAITING_SATURATED = 12;
-/** The event loop's busy share up to which work behind a busy webhook does not rest (half its peak rate keeps 0.45–0.65), and from which it rests the longest. */
+/** The event loop's busy share up to which work behind a busy webhook does not rest (half its peak rate keeps 0.45–0.65). */
 export const LOOP_FREE = 0.7;
+/** From which it rests the longest. */
 export const LOOP_SATURATED = 0.9;
 /** How long a probe reads the webhook's figures for, and the quiet a window needs to do without one. */
 export const PROBE_MS = 100;
