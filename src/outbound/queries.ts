@@ -257,7 +257,10 @@ export function eventPayloadsOf(
     on,
     `select e.conversation_id, e.seq, e.event_id, e.payload::text as payload, e.unrecognized::text as unrecognized
      from unnest($1::uuid[], $2::integer[], $3::integer[]) as r(conversation_id, from_seq, to_seq)
-     join conversation_events e on e.conversation_id = r.conversation_id and e.seq between r.from_seq and r.to_seq
+     -- A primary-key probe per range, as in owedTransactionRuns.
+     cross join lateral (
+       select e.* from conversation_events e where e.conversation_id = r.conversation_id and e.seq between r.from_seq and r.to_seq offset 0
+     ) e
      order by e.conversation_id, e.seq`,
     [ranges.map((r) => r.conversationId), ranges.map((r) => r.fromSeq), ranges.map((r) => r.toSeq)],
   );
@@ -464,7 +467,11 @@ export function owedTransactionRuns(on: SqlRunner, owed: readonly OwedConversati
        select e.conversation_id, e.seq, e.received_at, octet_length(e.payload::text) + 1 as bytes,
          case when e.xmin = lag(e.xmin) over (partition by e.conversation_id order by e.seq) then 0 else 1 end as starts
        from unnest($1::uuid[], $2::integer[], $3::integer[]) o(id, from_seq, to_seq)
-       join conversation_events e on e.conversation_id = o.id and e.seq between o.from_seq and o.to_seq
+       -- A primary-key probe per range whatever the statistics say ("offset 0" keeps it one): a table grown fast and
+       -- not analysed yet was scanned whole per call.
+       cross join lateral (
+         select e.*, e.xmin from conversation_events e where e.conversation_id = o.id and e.seq between o.from_seq and o.to_seq offset 0
+       ) e
      ),
      runs as (select *, sum(starts) over (partition by conversation_id order by seq) as run from events)
      select conversation_id, min(seq) as from_seq, max(seq) as to_seq, min(received_at) as received_at, sum(bytes)::integer as bytes

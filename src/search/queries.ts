@@ -174,7 +174,11 @@ export function pendingEvents(trx: SqlRunner, ranges: readonly PendingRange[]): 
     `select e.conversation_id, e.seq, e.kind, e.source, (extract(epoch from e.event_time) * 1000000)::bigint::text as event_micros,
        e.payload::text as payload
      from unnest($1::uuid[], $2::integer[], $3::integer[]) r(id, from_seq, to_seq)
-     join conversation_events e on e.conversation_id = r.id and e.seq between r.from_seq and r.to_seq
+     -- A primary-key probe per range whatever the statistics say ("offset 0" keeps it one): a table grown fast and
+     -- not analysed yet was scanned whole per call.
+     cross join lateral (
+       select e.* from conversation_events e where e.conversation_id = r.id and e.seq between r.from_seq and r.to_seq offset 0
+     ) e
      order by e.received_at, e.conversation_id, e.seq`,
     [ranges.map((r) => r.id), ranges.map((r) => r.from_seq), ranges.map((r) => r.to_seq)],
   );
