@@ -28,6 +28,8 @@ export class IngestPressure implements Pressure {
   private inIngest = 0;
   private batchMs = 0;
   private lastTick = performance.now();
+  /** When a batch last went into the ingest or left it. */
+  private lastBatchAt = -Infinity;
   /** Background units in flight and, while there are none, the loop's figures when the quiet began. */
   private unitsInFlight = 0;
   private quietFrom: EventLoopUtilization | undefined = performance.eventLoopUtilization();
@@ -42,12 +44,14 @@ export class IngestPressure implements Pressure {
   /** A webhook batch goes into the ingest (storing it and its group's commit). */
   entered(): void {
     this.tick();
+    this.lastBatchAt = this.lastTick;
     this.inIngest++;
   }
 
   /** It left the ingest: accepted, or refused. */
   left(accepted = true): void {
     this.tick();
+    this.lastBatchAt = this.lastTick;
     this.inIngest--;
     if (accepted) this.acceptedInWindow++;
   }
@@ -70,8 +74,9 @@ export class IngestPressure implements Pressure {
     return median(this.readings.map((reading) => reading.loopBusy));
   }
 
+  /** Busy over the last second, unless it has paused since: nothing in the ingest and no batch for `IDLE_MS`. */
   busy(): boolean {
-    return this.busyAt(this.rate());
+    return this.busyAt(this.rate()) && !(this.inIngest === 0 && performance.now() - this.lastBatchAt >= IDLE_MS);
   }
 
   private busyAt(rate: number): boolean {
@@ -204,6 +209,11 @@ export const REST_FACTOR = 19;
 export const BUSY_UNITS = 2;
 /** The longest rest after one unit. */
 export const MAX_REST_MS = 2_000;
+/**
+ * How long a webhook with nothing in the ingest has to go without a batch to count as paused: work behind it then
+ * goes on at once instead of after the second's reading (a closed loop that stopped left 1 to 2 s of rest).
+ */
+export const IDLE_MS = 250;
 /** How often a rest asks again how pressed the webhook is. */
 export const REST_SLICE_MS = 250;
 

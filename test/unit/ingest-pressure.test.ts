@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { expect } from 'chai';
 import {
   BUSY_UNITS,
+  IDLE_MS,
   IngestPressure,
   LOOP_FREE,
   LOOP_SATURATED,
@@ -67,12 +68,31 @@ describe('delivery yields to ingestion (IngestPressure, OutboundGate)', () => {
       pressure.entered();
       pressure.left(false);
     }
+    pressure.entered(); // held in the ingest: the webhook has not paused
     expect(pressure.busy()).to.equal(false); // the first second is not over
     await sleep(1_050);
     expect(pressure.rate()).to.be.within(60, 120); // 120 batches over the second or so that passed
     expect(pressure.busy()).to.equal(true);
+    pressure.left(false);
     await sleep(1_050);
     expect(pressure.busy()).to.equal(false); // no batch in the last second
+  });
+
+  it(`counts a webhook that has paused (nothing in the ingest, no batch for IDLE_MS) as not busy at once, not a second later`, async function () {
+    this.timeout(5_000);
+    const { pressure, stop } = await pressed(60);
+    expect(pressure.restFactor()).to.be.greaterThan(0); // saturated; its window just closed: the next closes a second later
+    pressure.entered();
+    stop();
+    await sleep(IDLE_MS + 150);
+    expect(pressure.busy(), 'one batch is still in the ingest').to.equal(true);
+    pressure.left();
+    await sleep(IDLE_MS + 100);
+    // Over this second's window it is busy still (13 batches or so where 1 a second is), but it has paused.
+    expect(pressure.busy()).to.equal(false);
+    expect(pressure.restFactor()).to.equal(0);
+    const ran = await runUnits(new OutboundGate(pressure), 4, 20);
+    expect(Math.max(...ran.map((unit) => unit.started))).to.be.below(20); // all at once
   });
 
   it('never yields with a threshold of 0 (OUTBOUND_WEBHOOK_YIELD_ABOVE=0)', async () => {
