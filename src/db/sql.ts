@@ -34,3 +34,12 @@ export async function sqlRows<T>(on: SqlRunner, text: string, values: readonly u
 export async function sqlRun(on: SqlRunner, text: string, values: readonly unknown[] = []): Promise<number> {
   return (await query(on, text, values)).rowCount ?? 0;
 }
+
+/**
+ * For the rest of the transaction `trx`, rows are reached by index: for statements that look rows up by key
+ * in batches (`unnest` of keys joined to a table). On a table grown fast and not analysed yet the planner
+ * guesses hundreds of rows per key and scans it whole per statement instead (docs/performance.md).
+ */
+export async function keyLookupsOnly(trx: Knex.Transaction): Promise<void> {
+  await query(trx, "select set_config('enable_seqscan', 'off', true)", []);
+}

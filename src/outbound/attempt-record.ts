@@ -1,4 +1,5 @@
 import type { Knex } from '@mikro-orm/postgresql';
+import { keyLookupsOnly } from '../db/sql.ts';
 import type { OutboundWebhookConfig } from '../config.ts';
 import type { Attempt } from './attempt.ts';
 import type { OutboundQueue } from './outbound-queue.ts';
@@ -45,6 +46,7 @@ export async function recordAttempts(
   if (made.length === 0) return [];
   const judged = made.map((attempt) => judge(attempt, options.retries ? config.retryScheduleMs : [], config.retryAfterMaxMs));
   return knex.transaction(async (trx) => {
+    await keyLookupsOnly(trx);
     const ours = await insertAttempts(trx, judged);
     if (ours.length === 0) return ours;
     await updateDeliveries(trx, ours);

@@ -1,4 +1,5 @@
 import type { EntityManager, Knex } from '@mikro-orm/postgresql';
+import { keyLookupsOnly } from '../db/sql.ts';
 import type { OutboundQueue } from './outbound-queue.ts';
 import { MAX_EVENTS_BODY_BYTES } from './message-body.ts';
 import {
@@ -37,6 +38,7 @@ export async function makeOwedEventMessages(em: EntityManager, maxEvents = OWED_
   if (owed.length === 0) return 0;
   const { messages, marks } = coalesceOwedRuns(owed, await owedTransactionRuns(em, owed, maxEvents), maxEvents);
   return em.getConnection().getKnex().transaction(async (trx) => {
+    await keyLookupsOnly(trx);
     const locked = new Set(await lockUnmovedMarks(trx, owed));
     if (locked.size === 0) return 0;
     const mine = messages.filter((m) => locked.has(m.conversationId));
