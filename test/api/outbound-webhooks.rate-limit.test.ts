@@ -44,11 +44,12 @@ describe('outbound webhooks: a per-endpoint rate_limit held across instances', f
     at.sort((a, b) => a - b);
     expect(at).to.have.length(count);
     // Slots are 200 ms apart on the database's clock; an attempt starts at its slot plus its own lag
-    // (the reservation's round trip and the event loop: a few ms, up to ~80 ms measured on a loaded
-    // machine). So over the whole run the rate holds to the slot, and any 6 consecutive starts span a
+    // (the reservation's round trip and this process's event loop, shared by both instances: a few ms,
+    // 15–80 ms beside two CPU-bound processes, 221 ms once in a CI run whose shards took 38 % longer
+    // than usual). So over the whole run the rate holds to the slot, and any 6 consecutive starts span a
     // second less that lag; without the limit all 16 start within a few tens of ms.
     expect(at.at(-1)! - at[0]!).to.be.at.least(((count - 1) * 1_000) / 5 - 150);
-    for (let i = 0; i + 5 < at.length; i++) expect(at[i + 5]! - at[i]!, `attempts ${i}..${i + 5}`).to.be.at.least(850);
+    for (let i = 0; i + 5 < at.length; i++) expect(at[i + 5]! - at[i]!, `attempts ${i}..${i + 5}`).to.be.at.least(700);
     expect(new Set(receiver.requests.map((r) => r.headers['webhook-id'])).size).to.equal(count);
   });
 
