@@ -76,7 +76,6 @@ export function post(
   return new Promise<SendResult>((resolve) => {
     let settled = false;
     let controller: Dispatcher.DispatchController | undefined;
-    let timedOut = false;
     let status = 0;
     let retryAfterHeader: string | undefined;
     const chunks: Buffer[] = [];
@@ -96,7 +95,6 @@ export function post(
       finish(status, status >= 200 && status < 300 ? null : `The receiver answered ${status}`, excerpt, retryAfter);
     };
     const timer = setTimeout(() => {
-      timedOut = true;
       finish(null, `No answer within ${timeoutMs} ms`, null);
       controller?.abort(new Error('timed out'));
     }, timeoutMs);
@@ -109,7 +107,8 @@ export function post(
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(c) {
         controller = c;
-        if (timedOut) c.abort(new Error('timed out'));
+        // Settled before it started: only the timer can have done that.
+        if (settled) c.abort(new Error('timed out'));
       },
       onResponseStart(_c, statusCode, responseHeaders) {
         status = statusCode;
