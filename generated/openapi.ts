@@ -1193,6 +1193,11 @@ export interface paths {
          * @description Messages sent (or to be sent) to the endpoint, newest first, with their delivery state. `next_cursor`
          *     fetches the next page (pass the same filters with it). The filters combine (all must hold);
          *     `createWebhookMessageRetry` takes the same ones to send the matching messages again.
+         *
+         *     **Retention**: a message stays in the log for 30 days after it was stored (the server's
+         *     `OUTBOUND_WEBHOOK_MESSAGE_RETENTION_DAYS`, at least 15), longer while a delivery of it is pending or
+         *     an attempt of it is younger than that; then it goes with its attempts, and its `…/attempts` and
+         *     `…/retry` answer 404.
          */
         get: operations["listWebhookMessages"];
         put?: never;

@@ -225,6 +225,8 @@ export interface OutboundWebhookConfig {
   readonly yieldAboveBatchesPerSecond: number;
   /** `OUTBOUND_WEBHOOK_WORKER=false`: this instance enqueues but does not deliver. */
   readonly worker: boolean;
+  /** `OUTBOUND_WEBHOOK_MESSAGE_RETENTION_DAYS`: a message done with for this long leaves the message log (hourly sweep). */
+  readonly messageRetentionDays: number;
 }
 
 /** Svix's schedule: at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
@@ -451,6 +453,8 @@ function loadOutboundWebhookConfig(env: Env): OutboundWebhookConfig {
     dispatchMs: integer(env, 'OUTBOUND_WEBHOOK_DISPATCH_MS', 200, 10, 60_000),
     yieldAboveBatchesPerSecond: integer(env, 'OUTBOUND_WEBHOOK_YIELD_ABOVE', 20, 0, 1_000_000),
     worker: env.OUTBOUND_WEBHOOK_WORKER === undefined ? true : flag(env, 'OUTBOUND_WEBHOOK_WORKER'),
+    // At least 15: recovery and bulk retries reach 14 days back, and never find a message gone.
+    messageRetentionDays: integer(env, 'OUTBOUND_WEBHOOK_MESSAGE_RETENTION_DAYS', 30, 15, 3_650),
   });
 }
 

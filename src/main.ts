@@ -7,6 +7,7 @@ import { assertPortFree, listen } from './http-server.ts';
 import { RetentionService } from './retention/retention-service.ts';
 import { RefusedDeliveryRetention } from './retention/refused-deliveries.ts';
 import { IdempotencyRecordRetention } from './retention/idempotency-records.ts';
+import { WebhookMessageRetention } from './retention/webhook-messages.ts';
 import { buildConsole, consoleIsBuilt } from './console/bundle.ts';
 import { missingSecretKeysProblem } from './workspaces/setup.ts';
 import { IdentityService } from './identity/identity-service.ts';
@@ -83,6 +84,8 @@ async function main(): Promise<void> {
   refusalRetention.start();
   const idempotencyRetention = new IdempotencyRecordRetention(database.orm.em, logger);
   idempotencyRetention.start();
+  const messageRetention = new WebhookMessageRetention(database.orm.em, config.outboundWebhooks.messageRetentionDays, logger);
+  messageRetention.start();
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
@@ -90,7 +93,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     const started = Date.now();
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    const retentionStopped = Promise.all([retention?.stop(), refusalRetention.stop(), idempotencyRetention.stop(), built.searchIndexer.stop(), built.sharedPressure.stop()]);
+    const retentionStopped = Promise.all([retention?.stop(), refusalRetention.stop(), idempotencyRetention.stop(), messageRetention.stop(), built.searchIndexer.stop(), built.sharedPressure.stop()]);
     // Live streams never finish by themselves: end them (clients resume elsewhere) while the
     // database they read from is still open.
     await built.liveStreams.close();

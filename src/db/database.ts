@@ -43,6 +43,7 @@ import { Migration20261127221000_budgets } from './migrations/Migration202611272
 import { Migration20261127222000_audit_log_org } from './migrations/Migration20261127222000_audit_log_org.ts';
 import { Migration20261127220000_organization_invitations } from './migrations/Migration20261127220000_organization_invitations.ts';
 import { Migration20261128000000_ingest_pressure } from './migrations/Migration20261128000000_ingest_pressure.ts';
+import { Migration20261128220000_webhook_message_retention } from './migrations/Migration20261128220000_webhook_message_retention.ts';
 import { AuditEntrySchema } from '../audit/entities.ts';
 import { installQueueSchema } from '../outbound/queue-schema.ts';
 import { applyFunctionScripts } from './function-scripts.ts';
@@ -88,6 +89,7 @@ export const MIGRATIONS = [
   { name: 'Migration20261127222000_audit_log_org', class: Migration20261127222000_audit_log_org },
   { name: 'Migration20261127223000_workspace_organizations', class: Migration20261127223000_workspace_organizations },
   { name: 'Migration20261128000000_ingest_pressure', class: Migration20261128000000_ingest_pressure },
+  { name: 'Migration20261128220000_webhook_message_retention', class: Migration20261128220000_webhook_message_retention },
 ];
 
 /** Arbitrary constant: the advisory lock that serialises migrations of concurrent processes. */

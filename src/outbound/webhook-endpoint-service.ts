@@ -272,7 +272,9 @@ export class WebhookEndpointService {
   async retry(principal: Principal, id: string, messageId: string): Promise<WebhookMessageView> {
     const message = await this.ownedMessage(principal, id, messageId);
     const row = await this.knex.transaction(async (trx) => {
-      const attempts = (await markDeliveryPending(trx, message.id, message.endpoint_id))!;
+      const attempts = await markDeliveryPending(trx, message.id, message.endpoint_id);
+      // Gone since it was read: its endpoint deleted, or the message log's retention took it.
+      if (attempts === undefined) throw new NotFoundError('Message not found');
       await this.queue.enqueueDeliveries(trx, [{ message_id: message.id, endpoint_id: message.endpoint_id, attempt: attempts + 1 }]);
       return { ...message, state: 'pending' as const, attempts, next_attempt_at: new Date() };
     });

@@ -87,3 +87,44 @@ export async function deleteExpiredIdempotencyRecords(em: EntityManager, limit: 
   );
   return rows.length;
 }
+
+/** Where a sweep of the outbound message log has got to: the last message it looked at, by (created_at, id). */
+export interface MessageLogCursor {
+  createdAt: string;
+  id: string;
+}
+
+/**
+ * Looks at the next `limit` messages stored more than `days` ago, after `after`, and deletes those done
+ * with (their deliveries and attempts go by cascade). A message stays while it is not fanned out, while a
+ * delivery of it is pending (a retry due, a message sent again), or while an attempt of it is younger than
+ * `days` (the stats' windows read attempts). Returns how many went, how many were looked at, and the cursor.
+ */
+export async function deleteExpiredWebhookMessages(
+  em: EntityManager,
+  days: number,
+  limit: number,
+  after: MessageLogCursor | undefined,
+): Promise<{ deleted: number; examined: number; cursor: MessageLogCursor | undefined }> {
+  const [row] = await sqlRows<{ deleted: number; examined: number; created_at: string | null; id: string | null }>(
+    em,
+    `with candidates as (
+       select id, created_at from webhook_messages
+       where created_at < now() - make_interval(days => $1) ${after ? 'and (created_at, id) > ($3::timestamptz, $4::text)' : ''}
+       order by created_at, id limit $2
+     ), deleted as (
+       delete from webhook_messages m using candidates c
+       where m.id = c.id and m.fanned_out
+         and not exists (select 1 from webhook_deliveries d where d.message_id = m.id and d.state = 'pending')
+         and not exists (select 1 from webhook_attempts a where a.message_id = m.id and a.started_at >= now() - make_interval(days => $1))
+       returning m.id
+     ), last as (
+       select created_at::text as created_at, id from candidates order by created_at desc, id desc limit 1
+     )
+     select (select count(*) from deleted)::integer as deleted, (select count(*) from candidates)::integer as examined,
+            (select created_at from last) as created_at, (select id from last) as id`,
+    [days, limit, ...(after ? [after.createdAt, after.id] : [])],
+  );
+  const cursor = row!.id === null ? after : { createdAt: row!.created_at!, id: row!.id };
+  return { deleted: row!.deleted, examined: row!.examined, cursor };
+}
