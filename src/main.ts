@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   refusalRetention.start();
   const idempotencyRetention = new IdempotencyRecordRetention(database.orm.em, logger);
   idempotencyRetention.start();
-  const messageRetention = new WebhookMessageRetention(database.orm.em, config.outboundWebhooks.messageRetentionDays, logger);
+  const messageRetention = new WebhookMessageRetention(database.orm.em, config.outboundWebhooks.messageRetentionDays, logger, built.sharedPressure);
   messageRetention.start();
 
   let shuttingDown = false;

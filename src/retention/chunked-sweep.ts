@@ -10,7 +10,8 @@ const DELETE_CHUNK = 1_000;
 export abstract class ChunkedSweep {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
-  private stopped = false;
+  /** Set by `stop()`: a chunk that loops itself ends early on it too. */
+  protected stopped = false;
 
   constructor(
     protected readonly log: Logger,

@@ -1,5 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../logger.ts';
+import { MAX_REST_MS, REST_FACTOR, type Pressure } from '../outbound/ingest-pressure.ts';
 import { ChunkedSweep } from './chunked-sweep.ts';
 import { deleteExpiredWebhookMessages, type MessageLogCursor } from './queries.ts';
 
@@ -10,7 +12,9 @@ const MESSAGES_PER_STATEMENT = 100;
  * Deletes outbound messages stored more than `OUTBOUND_WEBHOOK_MESSAGE_RETENTION_DAYS` ago, with their
  * deliveries and attempts, every hour, so that the message log does not grow for ever. A message still
  * owed an attempt, or attempted within the period, stays (`deleteExpiredWebhookMessages`). Each sweep walks
- * the expired messages once, oldest first, so the ones that stay cost one look per sweep.
+ * the expired messages once, oldest first, so the ones that stay cost one look per sweep. Like delivery and
+ * indexing it yields to the webhook: while that is busy, each statement is followed by a rest 19 times as
+ * long, so a first sweep of a large log never takes the database from ingestion.
  */
 export class WebhookMessageRetention extends ChunkedSweep {
   private cursor: MessageLogCursor | undefined;
@@ -19,6 +23,7 @@ export class WebhookMessageRetention extends ChunkedSweep {
     private readonly em: EntityManager,
     private readonly days: number,
     log: Logger,
+    private readonly pressure?: Pressure,
   ) {
     super(log, { firstMs: 20_000, everyMs: 3_600_000, failure: 'webhook message retention sweep failed' });
   }
@@ -33,12 +38,24 @@ export class WebhookMessageRetention extends ChunkedSweep {
     let deleted = 0;
     while (deleted < limit) {
       const asked = Math.min(MESSAGES_PER_STATEMENT, limit - deleted);
-      const step = await deleteExpiredWebhookMessages(this.em, this.days, asked, this.cursor);
+      const started = performance.now();
+      const step = await this.counted(() => deleteExpiredWebhookMessages(this.em, this.days, asked, this.cursor));
       deleted += step.deleted;
       this.cursor = step.cursor;
-      if (step.examined < asked) break; // no expired message left after the cursor
+      if (step.examined < asked || this.stopped) break; // no expired message left after the cursor, or stopping
+      if (this.pressure?.busy()) await sleep(Math.min(MAX_REST_MS, (performance.now() - started) * REST_FACTOR));
     }
     return deleted;
+  }
+
+  /** A statement counted as background work in flight, so the webhook's own figures are read without it. */
+  private async counted<T>(work: () => Promise<T>): Promise<T> {
+    await this.pressure?.enter();
+    try {
+      return await work();
+    } finally {
+      this.pressure?.leave();
+    }
   }
 
   protected logDeleted(deleted: number): void {

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
+import { MAX_REST_MS, REST_FACTOR, type Pressure } from '../../src/outbound/ingest-pressure.ts';
 import { deleteExpiredWebhookMessages } from '../../src/retention/queries.ts';
 import { WebhookMessageRetention } from '../../src/retention/webhook-messages.ts';
 import { createUserFixture, type UserFixture } from '../helpers/fixtures.ts';
@@ -113,6 +114,27 @@ describe('the outbound message log\'s retention (OUTBOUND_WEBHOOK_MESSAGE_RETENT
     const third = await deleteExpiredWebhookMessages(em, 30, 1, second.cursor);
     expect(third).to.deep.equal({ deleted: 0, examined: 0, cursor: second.cursor });
     expect((await log()).map((m) => m.id)).to.deep.equal([stays]);
+  });
+
+  it('yields to a busy webhook: each statement is counted as background work and followed by a rest 19 times as long', async () => {
+    await app.worker.stop(1_000);
+    await sql(
+      `insert into webhook_messages (id, owner_id, type, data, fanned_out, created_at)
+       select 'msg_old' || i, ?, 'webhook.test', '{}', true, now() - interval '31 days' - make_interval(secs => i) from generate_series(1, 150) as i`,
+      [user.orgId],
+    );
+    const statements: { entered: number; left?: number }[] = [];
+    const busyWebhook: Pressure = {
+      busy: () => true,
+      restFactor: () => REST_FACTOR,
+      enter: async () => void statements.push({ entered: performance.now() }),
+      leave: () => void (statements.at(-1)!.left = performance.now()),
+    };
+    expect(await new WebhookMessageRetention(testDatabase().orm.em, 30, createLogger('silent'), busyWebhook).sweep()).to.equal(150);
+    expect(statements).to.have.length(2); // 100, then the last 50
+    const [first, second] = statements as [{ entered: number; left: number }, { entered: number; left: number }];
+    const took = first.left - first.entered;
+    expect(second.entered - first.left).to.be.at.least(Math.min(MAX_REST_MS, took * REST_FACTOR) - 2);
   });
 
   it('keeps 30 days by default, and never fewer than the 14 days recovery and bulk retries reach back', () => {
