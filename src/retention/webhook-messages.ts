@@ -38,8 +38,11 @@ export class WebhookMessageRetention extends ChunkedSweep {
     let deleted = 0;
     while (deleted < limit) {
       const asked = Math.min(MESSAGES_PER_STATEMENT, limit - deleted);
-      const started = performance.now();
-      const step = await this.counted(() => deleteExpiredWebhookMessages(this.em, this.days, asked, this.cursor));
+      let started = 0; // once it may run: the wait in `enter()` is not the statement's time
+      const step = await this.counted(() => {
+        started = performance.now();
+        return deleteExpiredWebhookMessages(this.em, this.days, asked, this.cursor);
+      });
       deleted += step.deleted;
       this.cursor = step.cursor;
       if (step.examined < asked || this.stopped) break; // no expired message left after the cursor, or stopping
