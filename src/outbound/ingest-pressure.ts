@@ -217,6 +217,21 @@ export const IDLE_MS = 250;
 /** How often a rest asks again how pressed the webhook is. */
 export const REST_SLICE_MS = 250;
 
+/** Runs `work` as a unit of background work in flight, so the webhook's own figures are read without it (`Pressure.enter`). */
+export async function inFlight<T>(pressure: Pressure | undefined, work: () => Promise<T>): Promise<T> {
+  await pressure?.enter();
+  try {
+    return await work();
+  } finally {
+    pressure?.leave();
+  }
+}
+
+/** The rest after a unit that took `tookMs`, for work that yields as indexing does: `REST_FACTOR` times as long while the webhook is busy (at most `MAX_REST_MS`), else none. */
+export function busyRestMs(pressure: Pressure | undefined, tookMs: number): number {
+  return pressure?.busy() ? Math.min(MAX_REST_MS, tookMs * REST_FACTOR) : 0;
+}
+
 /**
  * Runs units of outbound work: all at once while the webhook is quiet; while it is busy, `BUSY_UNITS` at
  * a time when it has room (a rest factor of 0), else one at a time, each followed by a rest of
@@ -236,11 +251,11 @@ export class OutboundGate {
   async run<T>(work: () => Promise<T>, first = false): Promise<T> {
     const pressure = this.pressure;
     if (!pressure) return work();
-    if (!pressure.busy()) return this.counted(pressure, work);
+    if (!pressure.busy()) return inFlight(pressure, work);
     await this.turn(first);
     const started = performance.now();
     try {
-      return await this.counted(pressure, work);
+      return await inFlight(pressure, work);
     } finally {
       void this.restAfter(pressure, performance.now() - started).then(() => this.pass());
     }
@@ -282,12 +297,4 @@ export class OutboundGate {
     }
   }
 
-  private async counted<T>(pressure: Pressure, work: () => Promise<T>): Promise<T> {
-    await pressure.enter();
-    try {
-      return await work();
-    } finally {
-      pressure.leave();
-    }
-  }
 }

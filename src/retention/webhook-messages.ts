@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../logger.ts';
-import { MAX_REST_MS, REST_FACTOR, type Pressure } from '../outbound/ingest-pressure.ts';
+import { busyRestMs, inFlight, type Pressure } from '../outbound/ingest-pressure.ts';
 import { ChunkedSweep } from './chunked-sweep.ts';
 import { deleteExpiredWebhookMessages, type MessageLogCursor } from './queries.ts';
 
@@ -39,26 +39,17 @@ export class WebhookMessageRetention extends ChunkedSweep {
     while (deleted < limit) {
       const asked = Math.min(MESSAGES_PER_STATEMENT, limit - deleted);
       let started = 0; // once it may run: the wait in `enter()` is not the statement's time
-      const step = await this.counted(() => {
+      const step = await inFlight(this.pressure, () => {
         started = performance.now();
         return deleteExpiredWebhookMessages(this.em, this.days, asked, this.cursor);
       });
       deleted += step.deleted;
       this.cursor = step.cursor;
       if (step.examined < asked || this.stopped) break; // no expired message left after the cursor, or stopping
-      if (this.pressure?.busy()) await sleep(Math.min(MAX_REST_MS, (performance.now() - started) * REST_FACTOR));
+      const rest = busyRestMs(this.pressure, performance.now() - started);
+      if (rest > 0) await sleep(rest);
     }
     return deleted;
-  }
-
-  /** A statement counted as background work in flight, so the webhook's own figures are read without it. */
-  private async counted<T>(work: () => Promise<T>): Promise<T> {
-    await this.pressure?.enter();
-    try {
-      return await work();
-    } finally {
-      this.pressure?.leave();
-    }
   }
 
   protected logDeleted(deleted: number): void {

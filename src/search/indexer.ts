@@ -3,7 +3,7 @@ import type { SearchConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { OutageLog, type OutageObserver } from '../observability/outage-log.ts';
-import { MAX_REST_MS, REST_FACTOR, type Pressure } from '../outbound/ingest-pressure.ts';
+import { busyRestMs, inFlight, type Pressure } from '../outbound/ingest-pressure.ts';
 import * as queries from './queries.ts';
 import type { IndexRow } from './copy-rows.ts';
 import { eventText, indexLexemes } from './text.ts';
@@ -73,7 +73,7 @@ export class SearchIndexer {
           })
           .then((worked) => {
             this.running = undefined;
-            const rest = this.pressure?.busy() ? Math.min(MAX_REST_MS, (performance.now() - started) * REST_FACTOR) : 0;
+            const rest = busyRestMs(this.pressure, performance.now() - started);
             if (!this.stopped) schedule(worked ? rest : Math.max(rest, this.config.intervalMs));
           });
       }, delay);
@@ -82,14 +82,11 @@ export class SearchIndexer {
   }
 
   /** A cycle counted as background work in flight, so the webhook's own figures are read without it; `began` once it may run. */
-  private async countedCycle(batchEvents: number, began: () => void): Promise<IndexCycle> {
-    await this.pressure?.enter();
-    began();
-    try {
-      return await this.indexOnce(batchEvents);
-    } finally {
-      this.pressure?.leave();
-    }
+  private countedCycle(batchEvents: number, began: () => void): Promise<IndexCycle> {
+    return inFlight(this.pressure, () => {
+      began();
+      return this.indexOnce(batchEvents);
+    });
   }
 
   /** Stops scheduling and waits for the cycle in flight. */
